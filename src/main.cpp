@@ -1,0 +1,3 @@
+#include <attune/cli/command.hpp>
+
+int main(int argc, char** argv) { return attune::cli::run(argc, argv); }
