@@ -151,9 +151,12 @@ std::vector<InvariantCheck> check_invariants(const recipe::Document& baseline, c
             check.candidate = show(after);
             check.ok = std::fabs(*before - *after) <= 1e-9 * std::max(1.0, std::fabs(*before));
         } else {
-            check.baseline = before ? (*before != 0 ? "holds" : "broken") : "n/a";
+            const bool held_before = before && *before != 0;
+            check.baseline = before ? (held_before ? "holds" : "broken") : "n/a";
             check.candidate = *after != 0 ? "holds" : "broken";
-            check.ok = *after != 0;
+            // Broken in the working original too: the job shape attune assumed is wrong, not the edit.
+            check.ok = *after != 0 || (before && !held_before);
+            if (before && !held_before && *after == 0) check.candidate = "broken in the original too (check --cluster)";
         }
         checks.push_back(std::move(check));
     }
