@@ -38,50 +38,54 @@ bool LineReader::fill() {
     return !m_eof;
 }
 
-bool LineReader::next_physical() {
+bool LineReader::next_piece(bool& line_ended) {
     m_line.clear();
     bool got_any = false;
     for (;;) {
         if (m_begin == m_end && !fill()) {
+            line_ended = true;
             return got_any;
         }
         got_any = true;
         const char* start = m_buffer.data() + m_begin;
         const auto available = m_end - m_begin;
         const auto* newline = static_cast<const char*>(std::memchr(start, '\n', available));
-        const auto length = newline != nullptr ? static_cast<std::size_t>(newline - start) : available;
+        auto length = newline != nullptr ? static_cast<std::size_t>(newline - start) : available;
+        const auto* carriage = static_cast<const char*>(std::memchr(start, '\r', length));
+        if (carriage != nullptr) {
+            length = static_cast<std::size_t>(carriage - start);
+        }
         // Bytes beyond the cap are skipped, not kept: memory stays bounded on 1 MB lines.
         if (m_line.size() < m_max_line) {
             m_line.append(start, std::min(length, m_max_line - m_line.size()));
         }
         m_begin += length;
+        if (carriage != nullptr) {
+            ++m_begin;
+            // "\r\n" ends the line; a lone '\r' ends one progress-bar update inside it.
+            line_ended = (m_begin < m_end || fill()) && m_buffer[m_begin] == '\n';
+            m_begin += line_ended ? 1 : 0;
+            return true;
+        }
         if (newline != nullptr) {
             ++m_begin;
+            line_ended = true;
             return true;
         }
     }
 }
 
 bool LineReader::next(std::string_view& line) {
-    for (;;) {
-        if (m_have_line && m_piece <= m_line.size()) {
-            const auto carriage = m_line.find('\r', m_piece);
-            const auto stop = carriage == std::string::npos ? m_line.size() : carriage;
-            line = std::string_view(m_line).substr(m_piece, stop - m_piece);
-            m_piece = stop + 1;
-            // A trailing '\r' (CRLF files) ends the line rather than starting an empty piece.
-            if (!line.empty() || carriage == std::string::npos || carriage + 1 < m_line.size()) {
-                return true;
-            }
-            continue;
-        }
-        if (!next_physical()) {
-            return false;
-        }
-        ++m_line_number;
-        m_have_line = true;
-        m_piece = 0;
+    bool line_ended = false;
+    if (!next_piece(line_ended)) {
+        return false;
     }
+    if (m_at_line_start) {
+        ++m_line_number;
+    }
+    m_at_line_start = line_ended;
+    line = m_line;
+    return true;
 }
 
 }  // namespace attune::diagnose

@@ -9,9 +9,9 @@
 
 namespace attune::diagnose {
 
-/// Reads a file line by line with bounded memory: lines end at '\n', each '\r'-separated update of a
-/// progress bar is its own line (with the same line number), and a line longer than `max_line` keeps
-/// its first `max_line` bytes. Bytes are passed through as they are (non-UTF-8 tolerated).
+/// Reads a file line by line with bounded memory: lines end at '\n' (or "\r\n"), each '\r'-separated
+/// update of a progress bar is its own line (with the same line number), and a line or update longer
+/// than `max_line` keeps its first `max_line` bytes. Bytes are passed through as they are (non-UTF-8 tolerated).
 class LineReader {
 public:
     static constexpr std::size_t k_default_max_line = 64 * 1024;
@@ -29,7 +29,7 @@ public:
 
 private:
     bool fill();
-    bool next_physical();
+    bool next_piece(bool& line_ended);
 
     std::FILE* m_file = nullptr;
     std::size_t m_max_line;
@@ -37,9 +37,8 @@ private:
     std::size_t m_begin = 0;
     std::size_t m_end = 0;
     bool m_eof = false;
-    std::string m_line;           // the current physical line (capped)
-    std::size_t m_piece = 0;      // offset of the next '\r' piece inside m_line
-    bool m_have_line = false;
+    std::string m_line;          // the current line or '\r' piece (capped)
+    bool m_at_line_start = true;  // the next piece starts a new physical line
     std::size_t m_line_number = 0;
 };
 
