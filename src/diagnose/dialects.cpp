@@ -1,5 +1,6 @@
 #include "dialects.hpp"
 
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -16,45 +17,50 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 // Parses a number at the start of `text`, dropping thousands separators; `consumed` gets its length.
 std::optional<double> leading_number(std::string_view text, std::size_t& consumed) {
-    const auto lower = [&](std::size_t i) { return static_cast<char>(std::tolower(static_cast<unsigned char>(text[i]))); };
     std::size_t i = 0;
     bool negative = false;
     if (i < text.size() && (text[i] == '-' || text[i] == '+')) {
         negative = text[i] == '-';
         ++i;
     }
-    if (i + 2 < text.size() + 0 && i + 3 <= text.size()) {
-        const std::string word{lower(i), lower(i + 1), lower(i + 2)};
-        if (word == "nan" || word == "inf") {
-            consumed = i + 3;
-            const double special = word == "nan" ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-            return negative ? -special : special;
+    if (i + 3 <= text.size() && !is_digit(text[i]) && text[i] != '.') {
+        const auto lower = [&](std::size_t k) { return static_cast<char>(std::tolower(static_cast<unsigned char>(text[k]))); };
+        const std::array letters{lower(i), lower(i + 1), lower(i + 2)};
+        const std::string_view word(letters.data(), letters.size());
+        if (word != "nan" && word != "inf") {
+            return std::nullopt;
         }
+        consumed = i + 3;
+        const double special = word == "nan" ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+        return negative ? -special : special;
     }
-    std::string digits;
-    const auto start = i;
+    // Digits are copied without thousands separators into a small buffer for from_chars.
+    std::array<char, 64> digits{};
+    std::size_t used = 0;
+    const auto keep = [&](char c) {
+        if (used < digits.size()) {
+            digits[used++] = c;
+        }
+    };
     while (i < text.size()) {
         const char c = text[i];
         if (is_digit(c) || c == '.') {
-            digits += c;
-        } else if (c == ',' && i + 1 < text.size() && is_digit(text[i + 1]) && !digits.empty()) {
+            keep(c);
+        } else if (c == ',' && i + 1 < text.size() && is_digit(text[i + 1]) && used > 0) {
             // a thousands separator is followed by digits; a list comma by a space
-        } else if ((c == 'e' || c == 'E') && !digits.empty() && i + 1 < text.size() &&
+        } else if ((c == 'e' || c == 'E') && used > 0 && i + 1 < text.size() &&
                    (is_digit(text[i + 1]) || text[i + 1] == '-' || text[i + 1] == '+')) {
-            digits += 'e';
-            digits += text[i + 1];
+            keep('e');
+            keep(text[i + 1]);
             ++i;
         } else {
             break;
         }
         ++i;
     }
-    if (i == start || digits.empty()) {
-        return std::nullopt;
-    }
     double value = 0;
-    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (error != std::errc{} || end == digits.data()) {
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + used, value);
+    if (used == 0 || error != std::errc{} || end == digits.data()) {
         return std::nullopt;
     }
     consumed = i;
@@ -134,7 +140,8 @@ const std::vector<DialectSpec>& dialect_specs() {
                     {"grad norm", Field::grad_norm}},
          .attachments = {{"Effective Tera Flops per GPU", {{"Effective Tera Flops per GPU", Field::tflops}}},
                          {"memory (MB)", {{"max allocated", Field::memory, k_mib}}}},
-         .markers = {"Megatron", "megatron", "> building GPT model", "[before the start of training step]"}},
+         .markers = {"Megatron", "megatron", "> building GPT model", "[before the start of training step]"},
+         .chatter = {" .....", "max time across ranks"}},
         {.name = "nemo",
          .anchors = {"Training epoch", "global_step"},
          .step_key = "global_step",

@@ -40,6 +40,7 @@ struct DialectSpec {
     std::vector<FieldSpec> fields = {};
     std::vector<Attachment> attachments = {};
     std::vector<std::string_view> markers = {};  ///< text that names the framework even without records
+    std::vector<std::string_view> chatter = {};  ///< lines holding these carry no record and no failure (timer blocks)
 };
 
 /// Every record format, in detection order.

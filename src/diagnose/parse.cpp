@@ -101,8 +101,11 @@ public:
         if (line.find('\x1b') != std::string_view::npos) {
             line = without_ansi(line);
         }
-        if (m_marker_dialect.empty()) {
+        if (m_marker_dialect.empty() && m_dialect.empty()) {
             detect_marker(line);
+        }
+        if (m_spec != nullptr && contains_any(line, m_spec->chatter)) {
+            return;
         }
         if (read_record(line) || attach(line)) {
             return;
