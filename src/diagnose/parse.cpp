@@ -65,6 +65,7 @@ const std::vector<Signature>& signatures() {
 constexpr int k_diverged_rank = 80;
 constexpr std::size_t k_evidence_per_status = 5;
 constexpr std::size_t k_min_steady_steps = 3;
+constexpr std::uintmax_t k_max_reserved_steps = 64u << 20;
 
 void set_field(StepRecord& record, Field field, double value) {
     switch (field) {
@@ -125,6 +126,12 @@ public:
         }
         judge(metrics);
         return metrics;
+    }
+
+    // Reserves room for the steps a log of this size can hold (a record is well over 128 bytes):
+    // untouched reserved memory costs nothing, and the steps are not copied as they grow.
+    void expect_bytes(std::uintmax_t bytes) {
+        m_steps.reserve(static_cast<std::size_t>(std::min<std::uintmax_t>(bytes / 128, k_max_reserved_steps)));
     }
 
     [[nodiscard]] bool recognised() const { return !m_dialect.empty() || !m_marker_dialect.empty() || !m_signs.empty(); }
@@ -223,18 +230,42 @@ private:
         if (record.memory_gib) {
             m_peak_memory = std::max(*record.memory_gib, m_peak_memory.value_or(0.0));
         }
-        const auto [it, inserted] = m_index.try_emplace(record.step, m_steps.size());
-        if (inserted) {
+        const auto found = index_of(record.step);
+        if (!found) {
+            add_index(record.step);
             m_steps.push_back(record);
             m_ranks.push_back(rank);
-            m_last_index = it->second;
+            m_last_index = m_steps.size() - 1;
             return;
         }
-        if (rank == 0 && m_ranks[it->second] != 0) {
-            m_steps[it->second] = record;
-            m_ranks[it->second] = rank;
+        if (rank == 0 && m_ranks[*found] != 0) {
+            m_steps[*found] = record;
+            m_ranks[*found] = rank;
         }
-        m_last_index = it->second;
+        m_last_index = *found;
+    }
+
+    // Steps nearly always rise, so the steps themselves are the index (binary search); a hash map
+    // is built only once a step goes back (a restart from a checkpoint).
+    std::optional<std::size_t> index_of(long long step) const {
+        if (!m_index.empty()) {
+            const auto it = m_index.find(step);
+            return it == m_index.end() ? std::nullopt : std::optional<std::size_t>(it->second);
+        }
+        const auto it = std::lower_bound(m_steps.begin(), m_steps.end(), step, [](const StepRecord& r, long long s) { return r.step < s; });
+        return it != m_steps.end() && it->step == step ? std::optional<std::size_t>(it - m_steps.begin()) : std::nullopt;
+    }
+
+    void add_index(long long step) {
+        if (m_index.empty() && (m_steps.empty() || step > m_steps.back().step)) {
+            return;
+        }
+        if (m_index.empty()) {
+            for (std::size_t i = 0; i < m_steps.size(); ++i) {
+                m_index.emplace(m_steps[i].step, i);
+            }
+        }
+        m_index.emplace(step, m_steps.size());
     }
 
     bool attach(std::string_view line) {
@@ -346,16 +377,22 @@ const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
 }
 
 double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const auto middle = values.size() / 2;
-    return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2.0;
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    if (values.size() % 2 == 1) {
+        return *middle;
+    }
+    return (*std::max_element(values.begin(), middle) + *middle) / 2.0;
 }
 
+using Steps = std::vector<const StepRecord*>;
+
 template <typename Member>
-std::vector<double> column(const std::vector<StepRecord>& steps, Member member) {
+std::vector<double> column(const Steps& steps, Member member) {
     std::vector<double> values;
-    for (const auto& step : steps) {
-        if (const auto& value = step.*member; value && std::isfinite(*value)) {
+    values.reserve(steps.size());
+    for (const auto* step : steps) {
+        if (const auto& value = step->*member; value && std::isfinite(*value)) {
             values.push_back(*value);
         }
     }
@@ -363,7 +400,7 @@ std::vector<double> column(const std::vector<StepRecord>& steps, Member member) 
 }
 
 template <typename Member>
-std::optional<double> median_of(const std::vector<StepRecord>& steps, Member member) {
+std::optional<double> median_of(const Steps& steps, Member member) {
     const auto values = column(steps, member);
     return values.empty() ? std::nullopt : std::optional<double>(median(values));
 }
@@ -375,6 +412,7 @@ std::optional<double> noise_of(const std::vector<double>& values) {
     }
     const auto centre = median(values);
     std::vector<double> deviations;
+    deviations.reserve(values.size());
     for (const auto v : values) {
         deviations.push_back(std::abs(v - centre));
     }
@@ -383,11 +421,15 @@ std::optional<double> noise_of(const std::vector<double>& values) {
 
 // The steady steps: the first (warm-up: compilation, allocator growth) is dropped, then any whose
 // step time (or throughput) is more than twice or less than half the median (restarts, async artefacts).
-std::vector<StepRecord> steady_steps(const std::vector<StepRecord>& steps) {
+Steps steady_steps(const std::vector<StepRecord>& steps) {
     if (steps.size() < 2) {
         return {};
     }
-    std::vector<StepRecord> rest(steps.begin() + 1, steps.end());
+    Steps rest;
+    rest.reserve(steps.size() - 1);
+    for (auto it = steps.begin() + 1; it != steps.end(); ++it) {
+        rest.push_back(&*it);
+    }
     const bool by_time = !column(rest, &StepRecord::step_time_s).empty();
     const auto member = by_time ? &StepRecord::step_time_s : &StepRecord::tokens_per_s_per_gpu;
     const auto values = column(rest, member);
@@ -395,8 +437,8 @@ std::vector<StepRecord> steady_steps(const std::vector<StepRecord>& steps) {
         return rest;
     }
     const auto centre = median(values);
-    std::erase_if(rest, [&](const StepRecord& r) {
-        const auto& v = r.*member;
+    std::erase_if(rest, [&](const StepRecord* r) {
+        const auto& v = r->*member;
         return v && (*v > 2.0 * centre || *v < 0.5 * centre);
     });
     return rest;
@@ -437,6 +479,13 @@ void summarise(RunMetrics& metrics) {
 
 RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework) {
     Parser parser(forced_spec(framework));
+    std::uintmax_t total_bytes = 0;
+    for (const auto& path : logs) {
+        std::error_code error;
+        const auto size = std::filesystem::file_size(path, error);
+        total_bytes += error ? 0 : size;
+    }
+    parser.expect_bytes(total_bytes);
     for (const auto& path : logs) {
         LineReader reader(path);
         std::string_view line;
