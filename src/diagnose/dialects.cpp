@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -69,8 +70,13 @@ std::optional<double> leading_number(std::string_view text, std::size_t& consume
 
 }  // namespace
 
+std::size_t find(std::string_view text, std::string_view needle) {
+    const void* at = ::memmem(text.data(), text.size(), needle.data(), needle.size());
+    return at == nullptr ? std::string_view::npos : static_cast<std::size_t>(static_cast<const char*>(at) - text.data());
+}
+
 std::optional<double> number_after(std::string_view line, std::string_view key, Part part) {
-    const auto at = line.find(key);
+    const auto at = find(line, key);
     if (at == std::string_view::npos) {
         return std::nullopt;
     }
@@ -112,7 +118,7 @@ std::optional<long long> bar_counter(std::string_view line) {
 
 std::optional<int> line_rank(std::string_view line) {
     int rank = 0;
-    if (const auto at = line.find("[rank"); at != std::string_view::npos && at + 5 < line.size() && is_digit(line[at + 5])) {
+    if (const auto at = find(line, "[rank"); at != std::string_view::npos && at + 5 < line.size() && is_digit(line[at + 5])) {
         std::from_chars(line.data() + at + 5, line.data() + line.size(), rank);
         return rank;
     }

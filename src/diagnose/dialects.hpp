@@ -43,6 +43,13 @@ struct DialectSpec {
     std::vector<std::string_view> chatter = {};  ///< lines holding these carry no record and no failure (timer blocks)
 };
 
+/// The offset of `needle` in `text` or npos; glibc's memmem, much faster than string_view::find
+/// when the needle starts with a common byte (a space, a dot).
+std::size_t find(std::string_view text, std::string_view needle);
+
+/// Whether `text` contains `needle`.
+inline bool contains(std::string_view text, std::string_view needle) { return find(text, needle) != std::string_view::npos; }
+
 /// Every record format, in detection order.
 const std::vector<DialectSpec>& dialect_specs();
 

@@ -82,11 +82,11 @@ void set_field(StepRecord& record, Field field, double value) {
 }
 
 bool contains_all(std::string_view line, const std::vector<std::string_view>& needles) {
-    return std::all_of(needles.begin(), needles.end(), [&](auto n) { return line.find(n) != std::string_view::npos; });
+    return std::all_of(needles.begin(), needles.end(), [&](auto n) { return detail::contains(line, n); });
 }
 
 bool contains_any(std::string_view line, const std::vector<std::string_view>& needles) {
-    return std::any_of(needles.begin(), needles.end(), [&](auto n) { return line.find(n) != std::string_view::npos; });
+    return std::any_of(needles.begin(), needles.end(), [&](auto n) { return detail::contains(line, n); });
 }
 
 // The state of one parse: the chosen record format, the steps so far and the failure signs.
@@ -273,7 +273,7 @@ private:
             return false;
         }
         for (const auto& attachment : m_spec->attachments) {
-            if (line.find(attachment.anchor) == std::string_view::npos) {
+            if (!detail::contains(line, attachment.anchor)) {
                 continue;
             }
             for (const auto& field : attachment.fields) {
@@ -294,7 +294,7 @@ private:
     }
 
     void note_bar(std::string_view line) {
-        if (m_spec != nullptr && (m_spec->step_from_bar || m_spec->name == "hf") && line.find("Validation") == std::string_view::npos) {
+        if (m_spec != nullptr && (m_spec->step_from_bar || m_spec->name == "hf") && !detail::contains(line, "Validation")) {
             if (const auto counter = detail::bar_counter(line)) {
                 m_last_step = std::max(m_last_step.value_or(*counter), *counter);
             }
@@ -303,8 +303,8 @@ private:
 
     void note_signatures(std::string_view line, std::size_t line_number) {
         for (const auto& signature : signatures()) {
-            if (line.find(signature.needle) == std::string_view::npos ||
-                (!signature.unless.empty() && line.find(signature.unless) != std::string_view::npos)) {
+            if (!detail::contains(line, signature.needle) ||
+                (!signature.unless.empty() && detail::contains(line, signature.unless))) {
                 continue;
             }
             const auto same = std::count_if(m_signs.begin(), m_signs.end(), [&](const Sign& s) { return s.signature->status == signature.status; });
