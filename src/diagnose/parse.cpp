@@ -140,6 +140,7 @@ private:
     struct Sign {
         const Signature* signature;
         Evidence evidence;
+        std::size_t records_before = 0;  // record lines seen when the sign appeared
     };
 
     // Colour escapes (ESC [ params letter) sit between keys and values; they are dropped.
@@ -214,6 +215,7 @@ private:
         } else {
             note_bar(line);
         }
+        ++m_records_seen;
         StepRecord record;
         record.step = *step;
         for (const auto& field : spec->fields) {
@@ -309,7 +311,7 @@ private:
             }
             const auto same = std::count_if(m_signs.begin(), m_signs.end(), [&](const Sign& s) { return s.signature->status == signature.status; });
             if (static_cast<std::size_t>(same) < k_evidence_per_status) {
-                m_signs.push_back({&signature, {line_number, std::string(util::trim(line))}});
+                m_signs.push_back({&signature, {line_number, std::string(util::trim(line))}, m_records_seen});
             }
             return;
         }
@@ -329,6 +331,11 @@ private:
     void judge(RunMetrics& metrics) const {
         const Sign* winner = nullptr;
         for (const auto& sign : m_signs) {
+            // A failure followed by new step records was recovered (an in-job restart): the run is
+            // judged by its final outcome.
+            if (sign.records_before < m_records_seen) {
+                continue;
+            }
             if (winner == nullptr || sign.signature->rank > winner->signature->rank) {
                 winner = &sign;
             }
@@ -341,7 +348,7 @@ private:
             metrics.status = winner->signature->status;
         }
         for (const auto& sign : m_signs) {
-            if (sign.signature->status == metrics.status) {
+            if (sign.signature->status == metrics.status && sign.records_before == m_records_seen) {
                 metrics.evidence.push_back(sign.evidence);
             }
         }
@@ -354,6 +361,7 @@ private:
     std::vector<std::optional<int>> m_ranks;
     std::unordered_map<long long, std::size_t> m_index;
     std::size_t m_last_index = 0;
+    std::size_t m_records_seen = 0;  // record lines, duplicates included
     std::optional<long long> m_last_step;
     std::optional<double> m_peak_memory;
     std::vector<Sign> m_signs;
