@@ -38,12 +38,13 @@ bool LineReader::fill() {
     return !m_eof;
 }
 
-bool LineReader::next_piece(bool& line_ended) {
+bool LineReader::next_piece(std::string_view& piece, bool& line_ended) {
     m_line.clear();
     bool got_any = false;
     for (;;) {
         if (m_begin == m_end && !fill()) {
             line_ended = true;
+            piece = m_line;
             return got_any;
         }
         got_any = true;
@@ -55,13 +56,25 @@ bool LineReader::next_piece(bool& line_ended) {
         if (carriage != nullptr) {
             length = static_cast<std::size_t>(carriage - start);
         }
-        // Bytes beyond the cap are skipped, not kept: memory stays bounded on 1 MB lines.
-        if (m_line.size() < m_max_line) {
-            m_line.append(start, std::min(length, m_max_line - m_line.size()));
+        const bool ends_here = carriage != nullptr || newline != nullptr;
+        if (ends_here && m_line.empty()) {
+            // the whole piece lies in the buffer: no copy
+            piece = std::string_view(start, std::min(length, m_max_line));
+        } else {
+            // Bytes beyond the cap are skipped, not kept: memory stays bounded on 1 MB lines.
+            if (m_line.size() < m_max_line) {
+                m_line.append(start, std::min(length, m_max_line - m_line.size()));
+            }
+            piece = m_line;
         }
         m_begin += length;
         if (carriage != nullptr) {
             ++m_begin;
+            if (piece.data() != m_line.data()) {
+                // fill() below may overwrite the buffer the piece points into
+                m_line.assign(piece);
+                piece = m_line;
+            }
             // "\r\n" ends the line; a lone '\r' ends one progress-bar update inside it.
             line_ended = (m_begin < m_end || fill()) && m_buffer[m_begin] == '\n';
             m_begin += line_ended ? 1 : 0;
@@ -77,14 +90,13 @@ bool LineReader::next_piece(bool& line_ended) {
 
 bool LineReader::next(std::string_view& line) {
     bool line_ended = false;
-    if (!next_piece(line_ended)) {
+    if (!next_piece(line, line_ended)) {
         return false;
     }
     if (m_at_line_start) {
         ++m_line_number;
     }
     m_at_line_start = line_ended;
-    line = m_line;
     return true;
 }
 

@@ -29,7 +29,7 @@ public:
 
 private:
     bool fill();
-    bool next_piece(bool& line_ended);
+    bool next_piece(std::string_view& piece, bool& line_ended);
 
     std::FILE* m_file = nullptr;
     std::size_t m_max_line;
@@ -37,7 +37,7 @@ private:
     std::size_t m_begin = 0;
     std::size_t m_end = 0;
     bool m_eof = false;
-    std::string m_line;          // the current line or '\r' piece (capped)
+    std::string m_line;          // a line or '\r' piece that spans buffer refills (capped)
     bool m_at_line_start = true;  // the next piece starts a new physical line
     std::size_t m_line_number = 0;
 };
