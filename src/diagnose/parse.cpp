@@ -105,10 +105,10 @@ public:
         if (m_marker_dialect.empty() && m_dialect.empty()) {
             detect_marker(line);
         }
-        if (m_spec != nullptr && contains_any(line, m_spec->chatter)) {
+        if (read_record(line)) {
             return;
         }
-        if (read_record(line) || attach(line)) {
+        if ((m_spec != nullptr && contains_any(line, m_spec->chatter)) || attach(line)) {
             return;
         }
         note_signatures(line, line_number);
