@@ -26,7 +26,8 @@ int execute(const DiagnoseOptions& options) {
     const auto layout = options.recipe.empty() ? diagnose::Layout{} : diagnose::layout_from_recipe(options.recipe);
     const auto diagnosis = diagnose::diagnose(metrics, layout, diagnose::default_rules());
     if (options.json) {
-        std::cout << diagnose::to_json(metrics, diagnosis).dump(2) << '\n';
+        // Evidence lines are quoted as the log has them; bytes that are not UTF-8 become U+FFFD.
+        std::cout << diagnose::to_json(metrics, diagnosis).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     } else {
         std::cout << diagnose::to_text(metrics, diagnosis);
     }

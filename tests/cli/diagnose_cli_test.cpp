@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <sys/wait.h>
 
@@ -49,6 +50,21 @@ TEST(DiagnoseCli, JsonDocumentHasTheIssueFields) {
     }
     ASSERT_FALSE(document["evidence"].empty());
     EXPECT_EQ(document["evidence"][0]["line"], 8);
+}
+
+TEST(DiagnoseCli, NonUtf8EvidenceIsPrintedAsValidJson) {
+    const auto path = std::filesystem::temp_directory_path() / "attune-diag-non-utf8.log";
+    {
+        std::ofstream log(path, std::ios::binary);
+        log << "step 00001/100 | loss: 5.0 | dt: 500.0ms\nstep 00002/100 | loss: 4.9 | dt: 500.0ms\n"
+            << "torch.OutOfMemoryError: CUDA out of memory \xff\xfe\n";
+    }
+    const auto outcome = run_attune("diagnose --json " + path.string());
+    std::filesystem::remove(path);
+    ASSERT_EQ(outcome.exit_code, 0);
+    const auto document = nlohmann::json::parse(outcome.out);
+    EXPECT_EQ(document["status"], "oom");
+    EXPECT_EQ(document["evidence"][0]["line"], 3);
 }
 
 TEST(DiagnoseCli, MissingFileExitsTwo) {
