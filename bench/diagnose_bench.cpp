@@ -1,0 +1,65 @@
+// Times `attune diagnose`'s parser on a generated multi-hundred-MB Megatron log and, for scale,
+// `grep -c iteration` on the same file. Usage: diagnose_bench [MEGABYTES] (default 400).
+#include <attune/diagnose/parse.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Writes iteration records (each followed by a timers block, as Megatron-Core prints them) until
+// the file reaches `megabytes`.
+void generate(const fs::path& path, std::size_t megabytes) {
+    std::ofstream out(path, std::ios::binary);
+    const std::size_t target = megabytes << 20;
+    std::size_t written = 0;
+    for (long step = 1; written < target; ++step) {
+        const auto record = fmt::format(
+            " [2026-01-01 00:00:00] iteration {:>8}/ 10000000 | consumed samples: {:>12} | elapsed time per iteration (ms): {:.1f} | "
+            "throughput per GPU (TFLOP/s/GPU): {:.1f} | learning rate: 3.000000E-04 | global batch size:   256 | lm loss: {:.6E} | "
+            "loss scale: 1.0 | grad norm: 0.812 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+            "max time across ranks (ms):\n    forward-backward ...............................: 2612.19\n"
+            "    optimizer ......................................: 40.12\n",
+            step, step * 256, 2600.0 + static_cast<double>(step % 50), 460.0 + static_cast<double>(step % 7), 2.0 + 1.0 / static_cast<double>(step));
+        out << record;
+        written += record.size();
+    }
+}
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::size_t megabytes = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 400;
+    const fs::path path = fs::temp_directory_path() / "attune-diagnose-bench.log";
+    generate(path, megabytes);
+    const double size_mb = static_cast<double>(fs::file_size(path)) / (1 << 20);
+
+    // grep first: both then read a file the page cache already holds. Its output goes through a
+    // pipe because GNU grep stops at the first match when stdout is /dev/null.
+    auto start = Clock::now();
+    const int grep_status = std::system(("grep -c iteration " + path.string() + " | cat > /dev/null").c_str());
+    const double grep_s = seconds_since(start);
+
+    start = Clock::now();
+    const auto metrics = attune::diagnose::parse_logs({path}, std::nullopt);
+    const double parse_s = seconds_since(start);
+
+    fmt::print("file:    {} ({:.0f} MB, {} steps)\n", path.string(), size_mb, metrics.steps.size());
+    fmt::print("parser:  {:.2f} s, {:.0f} MB/s\n", parse_s, size_mb / parse_s);
+    fmt::print("grep -c: {:.2f} s, {:.0f} MB/s{}\n", grep_s, size_mb / grep_s, grep_status == 0 ? "" : " (grep failed)");
+    fmt::print("ratio:   parser at {:.0f}% of grep's speed\n", 100.0 * grep_s / parse_s);
+    fs::remove(path);
+    return 0;
+}

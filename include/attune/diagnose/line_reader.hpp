@@ -1,0 +1,45 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attune::diagnose {
+
+/// Reads a file line by line with bounded memory: lines end at '\n' (or "\r\n"), each '\r'-separated
+/// update of a progress bar is its own line (with the same line number), and a line or update longer
+/// than `max_line` keeps its first `max_line` bytes. Bytes are passed through as they are (non-UTF-8 tolerated).
+class LineReader {
+public:
+    static constexpr std::size_t k_default_max_line = 64 * 1024;
+
+    /// Opens `path`; throws InputError when it is missing or unreadable.
+    explicit LineReader(const std::filesystem::path& path, std::size_t max_line = k_default_max_line);
+    ~LineReader();
+    LineReader(const LineReader&) = delete;
+    LineReader& operator=(const LineReader&) = delete;
+
+    /// The next line (valid until the next call) or false at the end of the file.
+    bool next(std::string_view& line);
+    /// The 1-based number of the physical line last returned.
+    [[nodiscard]] std::size_t line_number() const { return m_line_number; }
+
+private:
+    bool fill();
+    bool next_piece(std::string_view& piece, bool& line_ended);
+
+    std::FILE* m_file = nullptr;
+    std::size_t m_max_line;
+    std::vector<char> m_buffer;
+    std::size_t m_begin = 0;
+    std::size_t m_end = 0;
+    bool m_eof = false;
+    std::string m_line;          // a line or '\r' piece that spans buffer refills (capped)
+    bool m_at_line_start = true;  // the next piece starts a new physical line
+    std::size_t m_line_number = 0;
+};
+
+}  // namespace attune::diagnose

@@ -1,0 +1,103 @@
+#include <attune/diagnose/line_reader.hpp>
+
+#include <attune/core/error.hpp>
+
+#include <cstring>
+#include <system_error>
+
+namespace attune::diagnose {
+namespace {
+constexpr std::size_t k_buffer_size = 1u << 20;
+}
+
+LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line)
+    : m_max_line(max_line), m_buffer(k_buffer_size) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+        throw InputError(path.string() + ": is a folder, expected a log file");
+    }
+    m_file = std::fopen(path.c_str(), "rb");
+    if (m_file == nullptr) {
+        throw InputError(path.string() + ": cannot open log file: " + std::strerror(errno));
+    }
+}
+
+LineReader::~LineReader() {
+    if (m_file != nullptr) {
+        std::fclose(m_file);
+    }
+}
+
+bool LineReader::fill() {
+    if (m_eof) {
+        return false;
+    }
+    m_begin = 0;
+    m_end = std::fread(m_buffer.data(), 1, m_buffer.size(), m_file);
+    m_eof = m_end == 0;
+    return !m_eof;
+}
+
+bool LineReader::next_piece(std::string_view& piece, bool& line_ended) {
+    m_line.clear();
+    bool got_any = false;
+    for (;;) {
+        if (m_begin == m_end && !fill()) {
+            line_ended = true;
+            piece = m_line;
+            return got_any;
+        }
+        got_any = true;
+        const char* start = m_buffer.data() + m_begin;
+        const auto available = m_end - m_begin;
+        const auto* newline = static_cast<const char*>(std::memchr(start, '\n', available));
+        auto length = newline != nullptr ? static_cast<std::size_t>(newline - start) : available;
+        const auto* carriage = static_cast<const char*>(std::memchr(start, '\r', length));
+        if (carriage != nullptr) {
+            length = static_cast<std::size_t>(carriage - start);
+        }
+        const bool ends_here = carriage != nullptr || newline != nullptr;
+        if (ends_here && m_line.empty()) {
+            // the whole piece lies in the buffer: no copy
+            piece = std::string_view(start, std::min(length, m_max_line));
+        } else {
+            // Bytes beyond the cap are skipped, not kept: memory stays bounded on 1 MB lines.
+            if (m_line.size() < m_max_line) {
+                m_line.append(start, std::min(length, m_max_line - m_line.size()));
+            }
+            piece = m_line;
+        }
+        m_begin += length;
+        if (carriage != nullptr) {
+            ++m_begin;
+            if (piece.data() != m_line.data()) {
+                // fill() below may overwrite the buffer the piece points into
+                m_line.assign(piece);
+                piece = m_line;
+            }
+            // "\r\n" ends the line; a lone '\r' ends one progress-bar update inside it.
+            line_ended = (m_begin < m_end || fill()) && m_buffer[m_begin] == '\n';
+            m_begin += line_ended ? 1 : 0;
+            return true;
+        }
+        if (newline != nullptr) {
+            ++m_begin;
+            line_ended = true;
+            return true;
+        }
+    }
+}
+
+bool LineReader::next(std::string_view& line) {
+    bool line_ended = false;
+    if (!next_piece(line, line_ended)) {
+        return false;
+    }
+    if (m_at_line_start) {
+        ++m_line_number;
+    }
+    m_at_line_start = line_ended;
+    return true;
+}
+
+}  // namespace attune::diagnose

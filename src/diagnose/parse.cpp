@@ -1,0 +1,531 @@
+#include <attune/diagnose/parse.hpp>
+
+#include <attune/core/error.hpp>
+#include <attune/diagnose/line_reader.hpp>
+#include <attune/util/strings.hpp>
+
+#include "dialects.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace attune::diagnose {
+namespace {
+
+using detail::DialectSpec;
+using detail::Field;
+
+// A failure sign: text that, when present (and `unless` absent), points at a status. When several
+// signs appear the highest rank is the root cause (README of ../shared/logs: Slurm's DUE TO reason
+// outranks what follows it, hardware outranks the NCCL errors it causes, and so on).
+struct Signature {
+    std::string_view needle;
+    Status status;
+    int rank;
+    std::string_view unless = {};
+};
+
+const std::vector<Signature>& signatures() {
+    static const std::vector<Signature> table = {
+        {"DUE TO TIME LIMIT", Status::time_limit, 100},
+        {"DUE TO PREEMPTION", Status::preempted, 100},
+        {"DUE TO NODE FAILURE", Status::node_failure, 98},
+        {"Node failure on", Status::node_failure, 98},
+        {"fallen off the bus", Status::node_failure, 97},
+        {"NVRM: Xid", Status::node_failure, 97},
+        {"SLICE_FAILURE", Status::node_failure, 97},
+        {"CUDA out of memory", Status::oom, 90},
+        {"OutOfMemoryError", Status::oom, 90},
+        {"RESOURCE_EXHAUSTED", Status::oom, 90},
+        {"uncorrectable ECC error", Status::crash, 85},
+        {"illegal memory access", Status::crash, 85},
+        {"loss scale already at minimum", Status::diverged, 80},
+        {"Unexpected result nan", Status::diverged, 80},
+        {"ncclRemoteError", Status::nccl_error, 70},
+        {"ncclSystemError", Status::nccl_error, 70},
+        {"DistBackendError", Status::nccl_error, 70},
+        {"NCCL WARN NET/IB", Status::nccl_error, 70},
+        {"Watchdog caught collective operation timeout", Status::nccl_timeout, 60},
+        {"CANCELLED AT", Status::hang, 50, "DUE TO"},
+        {"py-spy", Status::hang, 50},
+        {" (idle): \"MainThread\"", Status::hang, 50},  // a py-spy dump's thread header
+        {"heartbeat", Status::hang, 50},
+        {"this job is preempted", Status::preempted, 45},
+        {"Received signal 15", Status::preempted, 40},
+        {"exitcode: -9", Status::crash, 10},
+        {"exitcode  : -9", Status::crash, 10},
+        {"Signals.SIGKILL", Status::crash, 10},
+        {"ChildFailedError", Status::crash, 10},
+        {"Traceback (most recent call last)", Status::crash, 10},
+    };
+    return table;
+}
+
+constexpr int k_diverged_rank = 80;
+constexpr std::size_t k_evidence_per_status = 5;
+constexpr std::size_t k_min_steady_steps = 3;
+constexpr std::uintmax_t k_max_reserved_steps = 64u << 20;
+
+void set_field(StepRecord& record, Field field, double value) {
+    switch (field) {
+    case Field::step_time: record.step_time_s = value; break;
+    case Field::tokens: record.tokens_per_s_per_gpu = value; break;
+    case Field::tflops: record.tflops_per_gpu = value; break;
+    case Field::loss:
+        record.loss = value;
+        record.loss_printed = true;
+        break;
+    case Field::grad_norm: record.grad_norm = value; break;
+    case Field::memory: record.memory_gib = std::max(value, record.memory_gib.value_or(value)); break;
+    }
+}
+
+bool contains_all(std::string_view line, const std::vector<std::string_view>& needles) {
+    return std::all_of(needles.begin(), needles.end(), [&](auto n) { return detail::contains(line, n); });
+}
+
+bool contains_any(std::string_view line, const std::vector<std::string_view>& needles) {
+    return std::any_of(needles.begin(), needles.end(), [&](auto n) { return detail::contains(line, n); });
+}
+
+// The state of one parse: the chosen record format, the steps so far and the failure signs.
+class Parser {
+public:
+    explicit Parser(const DialectSpec* forced) : m_spec(forced) {
+        if (forced != nullptr) {
+            m_dialect = std::string(forced->name);
+        }
+    }
+
+    void feed(std::string_view line, std::size_t line_number) {
+        if (line.find('\x1b') != std::string_view::npos) {
+            line = without_ansi(line);
+        }
+        if (m_marker_dialect.empty() && m_dialect.empty()) {
+            detect_marker(line);
+        }
+        if (read_record(line)) {
+            return;
+        }
+        if ((m_spec != nullptr && contains_any(line, m_spec->chatter)) || attach(line)) {
+            return;
+        }
+        note_signatures(line, line_number);
+    }
+
+    RunMetrics finish() {
+        RunMetrics metrics;
+        // Without records, a framework's own wording names the dialect; bare system messages are generic.
+        metrics.dialect = !m_dialect.empty() ? m_dialect : !m_marker_dialect.empty() ? m_marker_dialect : "generic";
+        metrics.steps = std::move(m_steps);
+        metrics.last_step = m_last_step;
+        metrics.peak_memory_gib = m_peak_memory;
+        if (metrics.peak_memory_gib) {
+            metrics.peak_memory_gib = std::round(*metrics.peak_memory_gib * 100.0) / 100.0;
+        }
+        judge(metrics);
+        return metrics;
+    }
+
+    // Reserves room for the steps a log of this size can hold (a record is well over 128 bytes):
+    // untouched reserved memory costs nothing, and the steps are not copied as they grow.
+    void expect_bytes(std::uintmax_t bytes) {
+        m_steps.reserve(static_cast<std::size_t>(std::min<std::uintmax_t>(bytes / 128, k_max_reserved_steps)));
+    }
+
+    [[nodiscard]] bool recognised() const { return !m_dialect.empty() || !m_marker_dialect.empty() || !m_signs.empty(); }
+
+private:
+    struct Sign {
+        const Signature* signature;
+        Evidence evidence;
+        std::size_t records_before = 0;  // record lines seen when the sign appeared
+    };
+
+    // Colour escapes (ESC [ params letter) sit between keys and values; they are dropped.
+    std::string_view without_ansi(std::string_view line) {
+        m_clean.clear();
+        for (std::size_t i = 0; i < line.size(); ++i) {
+            if (line[i] != '\x1b') {
+                m_clean += line[i];
+                continue;
+            }
+            if (i + 1 < line.size() && line[i + 1] == '[') {
+                i += 2;
+                while (i < line.size() && !(line[i] >= '@' && line[i] <= '~')) {
+                    ++i;
+                }
+            }
+        }
+        return m_clean;
+    }
+
+    void detect_marker(std::string_view line) {
+        for (const auto& spec : detail::dialect_specs()) {
+            if (contains_any(line, spec.markers)) {
+                m_marker_dialect = std::string(spec.name);
+                return;
+            }
+        }
+    }
+
+    const DialectSpec* matching_spec(std::string_view line) const {
+        if (m_spec != nullptr && contains_all(line, m_spec->anchors) && !contains_any(line, m_spec->excludes)) {
+            return m_spec;
+        }
+        // Once records are seen (or --framework is given) only that dialect's formats are tried.
+        for (const auto& spec : detail::dialect_specs()) {
+            if ((m_dialect.empty() || spec.name == m_dialect) && contains_all(line, spec.anchors) &&
+                !contains_any(line, spec.excludes)) {
+                return &spec;
+            }
+        }
+        return nullptr;
+    }
+
+    std::optional<long long> step_of(const DialectSpec& spec, std::string_view line) const {
+        if (!spec.step_key.empty()) {
+            const auto value = detail::number_after(line, spec.step_key);
+            if (!value || !std::isfinite(*value)) {
+                return std::nullopt;
+            }
+            return static_cast<long long>(*value);
+        }
+        if (spec.step_from_bar) {
+            return detail::bar_counter(line);
+        }
+        return static_cast<long long>(m_steps.size() + 1);
+    }
+
+    bool read_record(std::string_view line) {
+        const auto* spec = matching_spec(line);
+        if (spec == nullptr) {
+            note_bar(line);
+            return false;
+        }
+        const auto step = step_of(*spec, line);
+        if (!step) {
+            return false;
+        }
+        m_spec = spec;
+        m_dialect = std::string(spec->name);
+        if (!spec->step_key.empty() || spec->step_from_bar) {
+            m_last_step = std::max(m_last_step.value_or(*step), *step);
+        } else {
+            note_bar(line);
+        }
+        ++m_records_seen;
+        StepRecord record;
+        record.step = *step;
+        for (const auto& field : spec->fields) {
+            if (const auto value = detail::number_after(line, field.key, field.part)) {
+                set_field(record, field.field, *value * field.scale);
+            }
+        }
+        store(record, detail::line_rank(line));
+        return true;
+    }
+
+    // Several ranks print the same step: rank 0's line is kept, else the first one printed.
+    void store(StepRecord record, std::optional<int> rank) {
+        if (record.memory_gib) {
+            m_peak_memory = std::max(*record.memory_gib, m_peak_memory.value_or(0.0));
+        }
+        const auto found = index_of(record.step);
+        if (!found) {
+            add_index(record.step);
+            m_steps.push_back(record);
+            m_ranks.push_back(rank);
+            m_last_index = m_steps.size() - 1;
+            return;
+        }
+        if (rank == 0 && m_ranks[*found] != 0) {
+            m_steps[*found] = record;
+            m_ranks[*found] = rank;
+        }
+        m_last_index = *found;
+    }
+
+    // Steps nearly always rise, so the steps themselves are the index (binary search); a hash map
+    // is built only once a step goes back (a restart from a checkpoint).
+    std::optional<std::size_t> index_of(long long step) const {
+        if (!m_index.empty()) {
+            const auto it = m_index.find(step);
+            return it == m_index.end() ? std::nullopt : std::optional<std::size_t>(it->second);
+        }
+        const auto it = std::lower_bound(m_steps.begin(), m_steps.end(), step, [](const StepRecord& r, long long s) { return r.step < s; });
+        return it != m_steps.end() && it->step == step ? std::optional<std::size_t>(it - m_steps.begin()) : std::nullopt;
+    }
+
+    void add_index(long long step) {
+        if (m_index.empty() && (m_steps.empty() || step > m_steps.back().step)) {
+            return;
+        }
+        if (m_index.empty()) {
+            for (std::size_t i = 0; i < m_steps.size(); ++i) {
+                m_index.emplace(m_steps[i].step, i);
+            }
+        }
+        m_index.emplace(step, m_steps.size());
+    }
+
+    bool attach(std::string_view line) {
+        if (m_spec == nullptr) {
+            return false;
+        }
+        for (const auto& attachment : m_spec->attachments) {
+            if (!detail::contains(line, attachment.anchor)) {
+                continue;
+            }
+            for (const auto& field : attachment.fields) {
+                const auto value = detail::number_after(line, field.key, field.part);
+                if (!value) {
+                    continue;
+                }
+                if (field.field == Field::memory) {
+                    // memory reports come once per rank; only the peak over ranks is a figure
+                    m_peak_memory = std::max(*value * field.scale, m_peak_memory.value_or(0.0));
+                } else if (m_last_index < m_steps.size()) {
+                    set_field(m_steps[m_last_index], field.field, *value * field.scale);
+                }
+            }
+            return true;
+        }
+        return false;
+    }
+
+    void note_bar(std::string_view line) {
+        if (m_spec != nullptr && (m_spec->step_from_bar || m_spec->name == "hf") && !detail::contains(line, "Validation")) {
+            if (const auto counter = detail::bar_counter(line)) {
+                m_last_step = std::max(m_last_step.value_or(*counter), *counter);
+            }
+        }
+    }
+
+    void note_signatures(std::string_view line, std::size_t line_number) {
+        for (const auto& signature : signatures()) {
+            if (!detail::contains(line, signature.needle) ||
+                (!signature.unless.empty() && detail::contains(line, signature.unless))) {
+                continue;
+            }
+            const auto same = std::count_if(m_signs.begin(), m_signs.end(), [&](const Sign& s) { return s.signature->status == signature.status; });
+            if (static_cast<std::size_t>(same) < k_evidence_per_status) {
+                m_signs.push_back({&signature, {line_number, std::string(util::trim(line))}, m_records_seen});
+            }
+            return;
+        }
+    }
+
+    // A record's loss or grad norm is NaN/inf where training cannot recover: the last record.
+    static bool diverged_in_records(const std::vector<StepRecord>& steps) {
+        if (steps.empty()) {
+            return false;
+        }
+        const auto& last = steps.back();
+        const bool bad_loss = last.loss && !std::isfinite(*last.loss);
+        const bool bad_grad = last.grad_norm && !std::isfinite(*last.grad_norm);
+        return bad_loss || (bad_grad && (!last.loss || *last.loss == 0.0));
+    }
+
+    void judge(RunMetrics& metrics) const {
+        const Sign* winner = nullptr;
+        for (const auto& sign : m_signs) {
+            // A failure followed by new step records was recovered (an in-job restart): the run is
+            // judged by its final outcome.
+            if (sign.records_before < m_records_seen) {
+                continue;
+            }
+            if (winner == nullptr || sign.signature->rank > winner->signature->rank) {
+                winner = &sign;
+            }
+        }
+        if (diverged_in_records(metrics.steps) && (winner == nullptr || winner->signature->rank <= k_diverged_rank)) {
+            metrics.status = Status::diverged;
+            const auto& last = metrics.steps.back();
+            metrics.evidence.push_back({0, "step " + std::to_string(last.step) + ": loss or grad norm is not finite"});
+        } else if (winner != nullptr) {
+            metrics.status = winner->signature->status;
+        }
+        for (const auto& sign : m_signs) {
+            if (sign.signature->status == metrics.status && sign.records_before == m_records_seen) {
+                metrics.evidence.push_back(sign.evidence);
+            }
+        }
+    }
+
+    const DialectSpec* m_spec;
+    std::string m_dialect;         // from the records (or --framework)
+    std::string m_marker_dialect;  // from framework wording, used when no record is seen
+    std::vector<StepRecord> m_steps;
+    std::vector<std::optional<int>> m_ranks;
+    std::unordered_map<long long, std::size_t> m_index;
+    std::size_t m_last_index = 0;
+    std::size_t m_records_seen = 0;  // record lines, duplicates included
+    std::optional<long long> m_last_step;
+    std::optional<double> m_peak_memory;
+    std::vector<Sign> m_signs;
+    std::string m_clean;
+};
+
+const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
+    if (!framework) {
+        return nullptr;
+    }
+    for (const auto& spec : detail::dialect_specs()) {
+        if (spec.name == *framework) {
+            return &spec;
+        }
+    }
+    std::string message = "unknown framework '" + *framework + "': expected one of " + util::join(dialect_names(), ", ");
+    if (const auto suggestion = util::closest_match(*framework, dialect_names())) {
+        message += " (did you mean '" + *suggestion + "'?)";
+    }
+    throw InputError(message);
+}
+
+double median(std::vector<double> values) {
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    if (values.size() % 2 == 1) {
+        return *middle;
+    }
+    return (*std::max_element(values.begin(), middle) + *middle) / 2.0;
+}
+
+using Steps = std::vector<const StepRecord*>;
+
+template <typename Member>
+std::vector<double> column(const Steps& steps, Member member) {
+    std::vector<double> values;
+    values.reserve(steps.size());
+    for (const auto* step : steps) {
+        if (const auto& value = step->*member; value && std::isfinite(*value)) {
+            values.push_back(*value);
+        }
+    }
+    return values;
+}
+
+template <typename Member>
+std::optional<double> median_of(const Steps& steps, Member member) {
+    const auto values = column(steps, member);
+    return values.empty() ? std::nullopt : std::optional<double>(median(values));
+}
+
+// Relative spread: median absolute deviation over the median.
+std::optional<double> noise_of(const std::vector<double>& values) {
+    if (values.size() < 2) {
+        return std::nullopt;
+    }
+    const auto centre = median(values);
+    std::vector<double> deviations;
+    deviations.reserve(values.size());
+    for (const auto v : values) {
+        deviations.push_back(std::abs(v - centre));
+    }
+    return centre == 0.0 ? std::nullopt : std::optional<double>(median(deviations) / centre);
+}
+
+// The steady steps: the first (warm-up: compilation, allocator growth) is dropped, then any whose
+// step time (or throughput) is more than twice or less than half the median (restarts, async artefacts).
+Steps steady_steps(const std::vector<StepRecord>& steps) {
+    if (steps.size() < 2) {
+        return {};
+    }
+    Steps rest;
+    rest.reserve(steps.size() - 1);
+    for (auto it = steps.begin() + 1; it != steps.end(); ++it) {
+        rest.push_back(&*it);
+    }
+    const bool by_time = !column(rest, &StepRecord::step_time_s).empty();
+    const auto member = by_time ? &StepRecord::step_time_s : &StepRecord::tokens_per_s_per_gpu;
+    const auto values = column(rest, member);
+    if (values.empty()) {
+        return rest;
+    }
+    const auto centre = median(values);
+    std::erase_if(rest, [&](const StepRecord* r) {
+        const auto& v = r->*member;
+        return v && (*v > 2.0 * centre || *v < 0.5 * centre);
+    });
+    return rest;
+}
+
+}  // namespace
+
+const std::vector<std::string>& dialect_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> list;
+        for (const auto& spec : detail::dialect_specs()) {
+            if (std::find(list.begin(), list.end(), spec.name) == list.end()) {
+                list.emplace_back(spec.name);
+            }
+        }
+        return list;
+    }();
+    return names;
+}
+
+void summarise(RunMetrics& metrics) {
+    const auto steady = steady_steps(metrics.steps);
+    metrics.steady = {};
+    metrics.steady.steps_used = steady.size();
+    metrics.steady.step_time_s = median_of(steady, &StepRecord::step_time_s);
+    metrics.steady.tokens_per_s_per_gpu = median_of(steady, &StepRecord::tokens_per_s_per_gpu);
+    metrics.steady.tflops_per_gpu = median_of(steady, &StepRecord::tflops_per_gpu);
+    auto spread = column(steady, &StepRecord::step_time_s);
+    if (spread.empty()) {
+        spread = column(steady, &StepRecord::tokens_per_s_per_gpu);
+    }
+    metrics.steady.noise = noise_of(spread);
+    if (metrics.status == Status::ok && steady.size() < k_min_steady_steps) {
+        metrics.status = Status::too_short;
+        metrics.evidence.push_back({0, std::to_string(steady.size()) + " steady steps, fewer than " + std::to_string(k_min_steady_steps)});
+    }
+}
+
+RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework) {
+    Parser parser(forced_spec(framework));
+    std::uintmax_t total_bytes = 0;
+    for (const auto& path : logs) {
+        std::error_code error;
+        const auto size = std::filesystem::file_size(path, error);
+        total_bytes += error ? 0 : size;
+    }
+    parser.expect_bytes(total_bytes);
+    for (const auto& path : logs) {
+        LineReader reader(path);
+        std::string_view line;
+        while (reader.next(line)) {
+            parser.feed(line, reader.line_number());
+        }
+    }
+    if (!parser.recognised()) {
+        throw InputError((logs.empty() ? std::string("(no log)") : logs.front().string()) +
+                         ": unknown log dialect: no training records or failure messages recognised (use --framework NAME, one of " +
+                         util::join(dialect_names(), ", ") + ")");
+    }
+    auto metrics = parser.finish();
+    summarise(metrics);
+    return metrics;
+}
+
+std::string_view status_name(Status status) {
+    switch (status) {
+    case Status::ok: return "ok";
+    case Status::oom: return "oom";
+    case Status::nccl_timeout: return "nccl-timeout";
+    case Status::nccl_error: return "nccl-error";
+    case Status::time_limit: return "time-limit";
+    case Status::node_failure: return "node-failure";
+    case Status::preempted: return "preempted";
+    case Status::crash: return "crash";
+    case Status::diverged: return "diverged";
+    case Status::hang: return "hang";
+    case Status::too_short: return "too-short";
+    }
+    return "crash";
+}
+
+}  // namespace attune::diagnose

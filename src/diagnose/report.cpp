@@ -1,0 +1,77 @@
+#include <attune/diagnose/report.hpp>
+
+#include <attune/util/strings.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace attune::diagnose {
+namespace {
+
+// JSON has no NaN: a value the log printed as nan/inf, or did not print, is null.
+nlohmann::json number_or_null(const std::optional<double>& value) {
+    if (!value || !std::isfinite(*value)) {
+        return nullptr;
+    }
+    return *value;
+}
+
+std::string shown(const std::optional<double>& value, std::string_view unit) {
+    return value && std::isfinite(*value) ? util::format_number(std::round(*value * 1000.0) / 1000.0) + std::string(unit) : "-";
+}
+
+}  // namespace
+
+nlohmann::json to_json(const RunMetrics& metrics, const Diagnosis& diagnosis) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& step : metrics.steps) {
+        steps.push_back({{"step", step.step},
+                         {"step_time_s", number_or_null(step.step_time_s)},
+                         {"tokens_per_s_per_gpu", number_or_null(step.tokens_per_s_per_gpu)},
+                         {"tflops_per_gpu", number_or_null(step.tflops_per_gpu)},
+                         {"loss", number_or_null(step.loss)},
+                         {"grad_norm", number_or_null(step.grad_norm)},
+                         {"memory_gib", number_or_null(step.memory_gib)}});
+    }
+    nlohmann::json evidence = nlohmann::json::array();
+    for (const auto& item : metrics.evidence) {
+        evidence.push_back({{"line", item.line == 0 ? nlohmann::json(nullptr) : nlohmann::json(item.line)}, {"text", item.text}});
+    }
+    return {{"dialect", metrics.dialect.empty() ? nlohmann::json(nullptr) : nlohmann::json(metrics.dialect)},
+            {"status", status_name(metrics.status)},
+            {"steps_seen", metrics.steps.size()},
+            {"last_step", metrics.last_step ? nlohmann::json(*metrics.last_step) : nlohmann::json(nullptr)},
+            {"steps", steps},
+            {"steady",
+             {{"steps_used", metrics.steady.steps_used},
+              {"step_time_s", number_or_null(metrics.steady.step_time_s)},
+              {"tokens_per_s_per_gpu", number_or_null(metrics.steady.tokens_per_s_per_gpu)},
+              {"tflops_per_gpu", number_or_null(metrics.steady.tflops_per_gpu)},
+              {"noise", number_or_null(metrics.steady.noise)}}},
+            {"peak_memory_gib", number_or_null(metrics.peak_memory_gib)},
+            {"bottleneck", diagnosis.bottleneck},
+            {"bottleneck_rule", diagnosis.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(diagnosis.rule)},
+            {"headroom", diagnosis.headroom},
+            {"evidence", evidence}};
+}
+
+std::string to_text(const RunMetrics& metrics, const Diagnosis& diagnosis) {
+    std::string out = fmt::format("dialect:    {}\nstatus:     {}\nsteps:      {} seen, last step {}\n",
+                                  metrics.dialect.empty() ? "-" : metrics.dialect, status_name(metrics.status), metrics.steps.size(),
+                                  metrics.last_step ? std::to_string(*metrics.last_step) : "-");
+    out += fmt::format("steady:     {} steps, step time {}, {} tokens/s/GPU, {} TFLOP/s/GPU, noise {}\n", metrics.steady.steps_used,
+                       shown(metrics.steady.step_time_s, " s"), shown(metrics.steady.tokens_per_s_per_gpu, ""),
+                       shown(metrics.steady.tflops_per_gpu, ""), shown(metrics.steady.noise, ""));
+    out += fmt::format("peak mem:   {}\n", shown(metrics.peak_memory_gib, " GiB"));
+    out += fmt::format("bottleneck: {}{}\n", diagnosis.bottleneck, diagnosis.explanation.empty() ? "" : " (" + diagnosis.explanation + ")");
+    for (const auto& headroom : diagnosis.headroom) {
+        out += fmt::format("headroom:   {}\n", headroom);
+    }
+    for (const auto& item : metrics.evidence) {
+        out += item.line == 0 ? fmt::format("evidence:   {}\n", item.text) : fmt::format("evidence:   line {}: {}\n", item.line, item.text);
+    }
+    return out;
+}
+
+}  // namespace attune::diagnose

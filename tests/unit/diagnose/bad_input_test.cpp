@@ -1,0 +1,111 @@
+// Bad input never crashes the parser: it gives a clear status or an InputError (exit 2).
+#include <attune/core/error.hpp>
+#include <attune/diagnose/line_reader.hpp>
+#include <attune/diagnose/parse.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace attune::diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A log file in a fresh temporary folder, removed with the object.
+class TempLog {
+public:
+    explicit TempLog(const std::string& content) {
+        m_path = fs::temp_directory_path() /
+                 ("attune-diag-" + std::to_string(::getpid()) + "-" + std::to_string(s_counter++) + ".log");
+        std::ofstream(m_path, std::ios::binary) << content;
+    }
+    ~TempLog() { fs::remove(m_path); }
+    TempLog(const TempLog&) = delete;
+    TempLog& operator=(const TempLog&) = delete;
+    [[nodiscard]] const fs::path& path() const { return m_path; }
+
+private:
+    static inline int s_counter = 0;
+    fs::path m_path;
+};
+
+std::string megatron_line(int step, double ms) {
+    return " iteration " + std::to_string(step) + "/ 1000 | elapsed time per iteration (ms): " + std::to_string(ms) +
+           " | throughput per GPU (TFLOP/s/GPU): 400.0 | lm loss: 5.000000E+00 | grad norm: 1.0 |\n";
+}
+
+TEST(DiagnoseBadInput, EmptyLogIsAnUnknownDialect) {
+    const TempLog log("");
+    EXPECT_THROW(parse_logs({log.path()}, std::nullopt), InputError);
+}
+
+TEST(DiagnoseBadInput, EmptyLogWithFrameworkIsTooShort) {
+    const TempLog log("");
+    const auto metrics = parse_logs({log.path()}, std::string("megatron"));
+    EXPECT_EQ(metrics.status, Status::too_short);
+    EXPECT_FALSE(metrics.evidence.empty());
+}
+
+TEST(DiagnoseBadInput, MissingFileIsAnInputError) {
+    EXPECT_THROW(parse_logs({"/nonexistent/attune/trial.log"}, std::nullopt), InputError);
+}
+
+TEST(DiagnoseBadInput, UnknownFrameworkSuggestsTheClosestName) {
+    const TempLog log(megatron_line(1, 1000));
+    try {
+        parse_logs({log.path()}, std::string("megatorn"));
+        FAIL() << "expected InputError";
+    } catch (const InputError& error) {
+        EXPECT_NE(std::string(error.what()).find("did you mean 'megatron'"), std::string::npos) << error.what();
+    }
+}
+
+TEST(DiagnoseBadInput, BinaryFileIsAnUnknownDialect) {
+    std::mt19937 random(7);
+    std::string bytes(256 * 1024, '\0');
+    for (auto& byte : bytes) {
+        // letters excluded so that no failure wording can appear by chance
+        byte = static_cast<char>(random() % 64);
+    }
+    const TempLog log(bytes);
+    EXPECT_THROW(parse_logs({log.path()}, std::nullopt), InputError);
+}
+
+TEST(DiagnoseBadInput, MegabyteLinesAndTruncatedLastLineAreRead) {
+    std::string content = megatron_line(1, 9000) + std::string(1 << 20, 'x') + "\n";
+    for (int step = 2; step <= 6; ++step) {
+        content += megatron_line(step, 2000);
+    }
+    content += std::string(1 << 20, '\xff') + "\n" + megatron_line(7, 2000).substr(0, 40);
+    const TempLog log(content);
+    const auto metrics = parse_logs({log.path()}, std::nullopt);
+    EXPECT_EQ(metrics.status, Status::ok);
+    EXPECT_EQ(metrics.steps.size(), 6u);
+    ASSERT_TRUE(metrics.steady.step_time_s);
+    EXPECT_DOUBLE_EQ(*metrics.steady.step_time_s, 2.0);
+    EXPECT_EQ(metrics.steady.steps_used, 5u);
+}
+
+TEST(DiagnoseBadInput, TooFewStepsIsTooShort) {
+    const TempLog log(megatron_line(1, 9000) + megatron_line(2, 2000));
+    EXPECT_EQ(parse_logs({log.path()}, std::nullopt).status, Status::too_short);
+}
+
+TEST(DiagnoseLineReader, CapsLongLinesAndSplitsCarriageReturns) {
+    const TempLog log(std::string(100, 'a') + "\nbar 1\rbar 2\r\nlast");
+    LineReader reader(log.path(), 10);
+    std::vector<std::pair<std::string, std::size_t>> lines;
+    std::string_view line;
+    while (reader.next(line)) {
+        lines.emplace_back(std::string(line), reader.line_number());
+    }
+    const std::vector<std::pair<std::string, std::size_t>> want = {
+        {"aaaaaaaaaa", 1}, {"bar 1", 2}, {"bar 2", 2}, {"last", 3}};
+    EXPECT_EQ(lines, want);
+}
+
+}  // namespace
+}  // namespace attune::diagnose
