@@ -57,6 +57,8 @@ def main():
                          or (c[1].endswith("*") and key.startswith(c[1][:-1]))]
                 if not cands:
                     problems.append(f"no key {key!r} for lever {lev}: {where}"); continue
+            else:  # without `key`, only exact (non-glob) keys are targets
+                cands = [c for c in cands if "*" not in c[1]]
             if "set" in m and not any(domain_ok(c[2], m["set"]) for c in cands):
                 problems.append(f"value {m['set']!r} outside every domain of {lev}: {where}")
             for req in (m.get("requires") or {}):
