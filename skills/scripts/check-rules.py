@@ -51,16 +51,34 @@ def main():
             if m.get("step") not in (None, "up", "down"):
                 problems.append(f"step must be up or down: {where}")
             cands = by_lever[lev]
+            def matches(c, key):
+                return (c[1] == key or c[1].endswith("." + key)
+                        or (c[1].endswith("*") and key.startswith(c[1][:-1])))
             if "key" in m:
-                key = m["key"]
-                cands = [c for c in cands if c[1] == key or c[1].endswith("." + key)
-                         or (c[1].endswith("*") and key.startswith(c[1][:-1]))]
+                keys = m["key"] if isinstance(m["key"], list) else [m["key"]]
+                for key in keys:
+                    if not any(matches(c, key) for c in cands):
+                        problems.append(f"no key {key!r} for lever {lev}: {where}")
+                cands = [c for c in cands if any(matches(c, k) for k in keys)]
                 if not cands:
-                    problems.append(f"no key {key!r} for lever {lev}: {where}"); continue
+                    continue
             else:  # without `key`, only exact (non-glob) keys are targets
                 cands = [c for c in cands if "*" not in c[1]]
+                if "set" in m:
+                    # the interpreter picks the first exact key whose domain holds the value; when a
+                    # framework has several such keys the move must name its key
+                    for fw in sorted({c[0] for c in cands}):
+                        hits = [c[1] for c in cands if c[0] == fw and domain_ok(c[2], m["set"])]
+                        if len(hits) > 1:
+                            problems.append(f"ambiguous without key in {fw} ({', '.join(hits)}): {where}")
             if "set" in m and not any(domain_ok(c[2], m["set"]) for c in cands):
                 problems.append(f"value {m['set']!r} outside every domain of {lev}: {where}")
+            for wkey, wval in (m.get("with") or {}).items():
+                wc = [c for c in by_lever[lev] if matches(c, wkey)]
+                if not wc:
+                    problems.append(f"with: no key {wkey!r} of lever {lev}: {where}")
+                elif not any(domain_ok(c[2], wval) for c in wc):
+                    problems.append(f"with: value {wval!r} outside the domain of {wkey}: {where}")
             for req in (m.get("requires") or {}):
                 if req not in by_lever:
                     problems.append(f"requires unknown lever {req}: {where}")
