@@ -122,6 +122,7 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     const std::string framework = c.get(r, "framework");
     const bool megatron = contains(framework, "megatron") || (contains(framework, "nemo") && !contains(framework, "automodel"));
     l.sequence_parallel = l.tp > 1;
+    l.fusions = megatron;   // PyTorch-native stacks lack Transformer Engine's fused kernels
     l.tp_comm_overlap = megatron || contains(precision, "asynctp");
     const std::string notes = c.get(r, "notes");
     l.cuda_graphs = contains(notes, "cuda_graph");
