@@ -49,8 +49,10 @@ double active_gemm_params(const ModelShape& m) {
 
 // GEMM efficiency against the dense peak: grows with the per-GPU matrix width and the tokens
 // per micro-batch, saturating near what cuBLAS reaches on large Megatron GEMMs.
-double gemm_efficiency(double width, double tokens, Precision precision, const Hardware& hw) {
-    const double peak = precision == Precision::fp8 ? 0.62 : 0.80;
+double gemm_efficiency(double width, double tokens, const Layout& l, const Hardware& hw) {
+    // Without Transformer Engine's fused cast/amax kernels, FP8 scaling runs as separate passes.
+    const double fp8_peak = l.fusions ? 0.62 : 0.42;
+    const double peak = l.precision == Precision::fp8 ? fp8_peak : 0.80;
     const double width_factor = width / (width + 700.0);
     const double token_factor = tokens / (tokens + 600.0);
     // B200's higher peak is harder to feed from the same HBM: small GEMMs lose more.
@@ -187,17 +189,17 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     const double attn_flops = core_attention_flops_per_seq(m) * m.seq_len * (m.layers + m.mtp_layers) * tokens_step_gpu;
     const double peak = (l.precision == Precision::fp8 ? hw.fp8_tflops : hw.bf16_tflops) * 1e12;
     const double width = double(m.experts > 0 ? std::max(m.hidden, m.moe_ffn) : m.hidden) / l.tp;
-    double gemm_eff = gemm_efficiency(width, tokens_mb, l.precision, hw);
+    double gemm_eff = gemm_efficiency(width, tokens_mb, l, hw);
     if (m.experts > 0) {
         // Expert GEMMs see only the tokens routed to them; without grouped GEMM each runs alone.
         const double expert_tokens = tokens_mb * m.topk * l.ep / m.experts;
-        gemm_eff = 0.5 * gemm_eff + 0.5 * gemm_efficiency(m.moe_ffn / double(l.etp), expert_tokens, l.precision, hw) *
+        gemm_eff = 0.5 * gemm_eff + 0.5 * gemm_efficiency(m.moe_ffn / double(l.etp), expert_tokens, l, hw) *
                                         (l.moe_grouped_gemm ? 0.6 : 0.4);
     }
     const double attn_eff = (l.flash_attention ? 0.42 : 0.25) * (tokens_mb / (tokens_mb + 1024.0));
     double compute = gemm_flops / (peak * gemm_eff) + attn_flops / (hw.bf16_tflops * 1e12 * attn_eff);
     // Element-wise work (norms, activations, residuals, MoE permutation) is bound by HBM bandwidth.
-    const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.experts > 0 ? 1.0 + 2.0 * m.topk : 1.0);
+    const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.experts > 0 ? 1.0 + 3.0 * m.topk : 1.0);
     compute += tokens_step_gpu * m.layers * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
     if (l.recompute == Recompute::full) {
         const double share = l.recompute_layers > 0 ? std::min(1.0, double(l.recompute_layers) * l.pp / m.layers) : 1.0;
@@ -219,7 +221,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     const double cp_bytes = 2.0 * tokens_mb * kv_width * 2.0 / std::max(1, l.tp);
     const double cp_raw = 3.0 * layers_local * microbatches * (l.cp - 1) * cp_bytes / (cp_link.gbps * 1e9 * cp_link.efficiency);
     const double cp_comm = l.cp > 1 ? std::max(0.15 * cp_raw, cp_raw - 0.5 * attn_flops / (hw.bf16_tflops * 1e12 * attn_eff)) +
-                                          0.03 * compute : 0.0;
+                                          0.10 * compute : 0.0;
 
     // Expert parallel all-to-all: dispatch and combine, forward and backward, per MoE layer.
     double ep_comm = 0;
