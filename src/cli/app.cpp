@@ -1,5 +1,6 @@
 #include <attune/cli/command.hpp>
 #include <attune/core/log.hpp>
+#include <attune/util/strings.hpp>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -26,6 +27,30 @@ GlobalOptions& mutable_global_options() {
 int report(ExitCode code, const std::string& message) {
     std::fprintf(stderr, "attune: error: %s\n", message.c_str());
     return static_cast<int>(code);
+}
+
+/// For a misspelt subcommand, CLI11 only says that one is required: name the word instead.
+std::string unknown_command_hint(CLI::App& app, int argc, char** argv) {
+    CLI::App* current = &app;
+    for (int i = 1; i < argc; ++i) {
+        const std::string word = argv[i];
+        if (word.empty() || word.front() == '-') continue;
+        const auto subcommands = current->get_subcommands([](CLI::App*) { return true; });
+        if (subcommands.empty()) return {};
+        std::vector<std::string> names;
+        CLI::App* next = nullptr;
+        for (auto* subcommand : subcommands) {
+            names.push_back(subcommand->get_name());
+            if (subcommand->get_name() == word) next = subcommand;
+        }
+        if (next == nullptr) {
+            const auto suggestion = util::closest_match(word, names);
+            return "unknown command '" + word + "'" +
+                   (suggestion ? "; did you mean '" + *suggestion + "'?" : "; expected one of " + util::join(names, ", "));
+        }
+        current = next;
+    }
+    return {};
 }
 
 }  // namespace
@@ -58,7 +83,8 @@ int run(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        return report(ExitCode::usage, e.what() + std::string("; see 'attune --help'"));
+        const auto hint = unknown_command_hint(app, argc, argv);
+        return report(ExitCode::usage, (hint.empty() ? std::string(e.what()) : hint) + "; see 'attune --help'");
     } catch (const Error& e) {
         return report(e.code(), e.what());
     }

@@ -1,0 +1,151 @@
+#pragma once
+
+#include <attune/cluster/cluster.hpp>
+#include <attune/gate/expression.hpp>
+#include <attune/recipe/document.hpp>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attune::gate {
+
+/// What a key does to training (DESIGN.md, "Recipes and levers").
+enum class KeyClass { performance, numerics, objective, derived, unknown };
+std::string to_string(KeyClass key_class);
+
+/// The values a key may take: a type plus allowed values or a range.
+struct Domain {
+    std::string type = "any";  ///< int | float | bool | string | enum | any
+    std::vector<recipe::Value> values;
+    std::optional<double> min;
+    std::optional<double> max;
+
+    [[nodiscard]] bool numeric() const { return type == "int" || type == "float"; }
+    /// Empty when the value fits, else what was expected.
+    [[nodiscard]] std::string violation(const recipe::Value& value) const;
+    [[nodiscard]] std::string describe() const;
+};
+
+/// One rule of an adapter file: which keys it matches and what they are.
+struct KeyRule {
+    std::string pattern;  ///< key path or glob (`keys:`), or environment variable name or glob (`env:`)
+    bool environment = false;
+    std::string lever;
+    KeyClass key_class = KeyClass::unknown;
+    Domain domain;
+    std::vector<std::string> companion_of;
+    bool trial_only = false;
+    std::optional<Expression> derived_from;  ///< for derived keys: the value they must have
+    std::string why;
+    std::string source;  ///< `file:line` of the rule
+};
+
+/// How a named number is read from a recipe (docs/adapters.md, "Quantities").
+struct QuantityRule {
+    std::string name;
+    std::vector<std::string> paths;
+    std::string cluster_field;
+    std::optional<double> default_value;
+    std::optional<Expression> expr;
+    std::map<std::string, double> map;
+};
+
+/// One recipe family, as its gate/frameworks/<name>.yaml file describes it.
+class Adapter {
+public:
+    /// Reads an adapter file; throws InputError with `file:line: what was expected`.
+    static Adapter load(const std::filesystem::path& path);
+
+    [[nodiscard]] const std::string& name() const { return m_name; }
+    [[nodiscard]] const std::string& title() const { return m_title; }
+    [[nodiscard]] const std::string& source() const { return m_source; }
+    [[nodiscard]] const std::vector<std::string>& env_sections() const { return m_env_sections; }
+    [[nodiscard]] const std::vector<KeyRule>& key_rules() const { return m_keys; }
+
+    /// How well the recipe matches this family: nullopt when it does not, else a score.
+    [[nodiscard]] std::optional<int> detect(const recipe::Document& recipe) const;
+
+    /// The rule for a key path (an environment variable when the path is inside an env
+    /// section), or nullptr when no rule knows it.
+    [[nodiscard]] const KeyRule* classify(std::string_view path) const;
+
+    /// A named quantity of the recipe (tp, gbs, world, ...), or nullopt when the recipe,
+    /// the cluster and the defaults do not give it.
+    [[nodiscard]] std::optional<double> quantity(const recipe::Document& recipe, std::string_view name,
+                                                 const cluster::Cluster& cluster) const;
+    [[nodiscard]] bool has_quantity(std::string_view name) const;
+
+    /// The effective value of a canonical lever, from the first key of that lever the recipe sets.
+    [[nodiscard]] std::optional<recipe::Value> lever_value(const recipe::Document& recipe, std::string_view lever) const;
+    /// The key path a lever is written at (the first exact rule of that lever).
+    [[nodiscard]] std::optional<std::string> lever_path(std::string_view lever) const;
+    /// The values a lever may take, from its first exact rule; empty when it is a range or free.
+    [[nodiscard]] std::vector<recipe::Value> lever_domain(std::string_view lever) const;
+    /// The rule of a lever's first exact key, or nullptr.
+    [[nodiscard]] const KeyRule* lever_rule(std::string_view lever) const;
+
+private:
+    std::optional<double> quantity_at_depth(const recipe::Document& recipe, std::string_view name,
+                                            const cluster::Cluster& cluster, int depth) const;
+
+    std::string m_name;
+    std::string m_title;
+    std::string m_source;
+    std::vector<std::string> m_require;
+    std::vector<std::string> m_exclude;
+    std::vector<std::string> m_prefer;
+    std::vector<std::string> m_env_sections;
+    std::vector<QuantityRule> m_quantities;
+    std::vector<KeyRule> m_keys;
+    std::vector<KeyRule> m_env;
+};
+
+/// A rule that must hold between the baseline and the candidate (gate/invariants.yaml).
+struct Invariant {
+    std::string name;
+    std::optional<Expression> same;   ///< must evaluate equal on both
+    std::optional<Expression> holds;  ///< must be true on the candidate
+    std::optional<Expression> when;   ///< applies only when true on either side
+    std::string why;
+};
+
+/// Every adapter and invariant, with the hash of the files they came from.
+class Rules {
+public:
+    /// Loads gate/frameworks/*.yaml and gate/invariants.yaml below `data_dir`.
+    static Rules load(const std::filesystem::path& data_dir);
+
+    [[nodiscard]] const std::vector<Adapter>& adapters() const { return m_adapters; }
+    [[nodiscard]] const std::vector<Invariant>& invariants() const { return m_invariants; }
+    /// SHA-256 over every rules file (name and bytes): a journal records which rules judged.
+    [[nodiscard]] const std::string& hash() const { return m_hash; }
+
+    /// The family of a recipe: `framework` when given, else the best-scoring detection.
+    /// Throws InputError naming the recipe and the known families when none matches.
+    [[nodiscard]] const Adapter& adapter_for(const recipe::Document& recipe, std::string_view framework = {}) const;
+    [[nodiscard]] const Adapter* find(std::string_view framework) const;
+
+private:
+    std::vector<Adapter> m_adapters;
+    std::vector<Invariant> m_invariants;
+    std::string m_hash;
+};
+
+/// The rules in attune's data folder, loaded once.
+const Rules& default_rules();
+
+/// The adapter of a recipe under the default rules; throws InputError when none matches.
+const Adapter& detect_adapter(const recipe::Document& recipe);
+
+/// Loads a recipe as its family reads it: detected on the raw text, then resolved with the
+/// family's environment sections. `framework` forces the family.
+struct LoadedRecipe {
+    recipe::Document document;
+    const Adapter* adapter;
+};
+LoadedRecipe load_recipe(const std::filesystem::path& path, const Rules& rules, std::string_view framework = {});
+
+}  // namespace attune::gate

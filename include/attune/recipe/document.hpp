@@ -1,0 +1,103 @@
+#pragma once
+
+#include <attune/recipe/value.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attune::recipe {
+
+/// A position in a recipe file, 1-based; 0 when unknown.
+struct Mark {
+    int line = 0;
+    int column = 0;
+};
+
+/// How a leaf got its effective value.
+enum class Origin {
+    written,        ///< the scalar written at this key
+    alias,          ///< copied from a YAML anchor (`*name`) or a merge key (`<<:`)
+    interpolation,  ///< an OmegaConf `${...}` resolved to another key's value or an environment variable
+};
+
+/// One leaf of the flattened recipe: `model.optim.lr`, `model.optim.betas[0]`, `ci.env_vars.NCCL_DEBUG`.
+struct Leaf {
+    std::string path;
+    Value value;        ///< the effective value, after aliases and interpolations
+    std::string written;  ///< the scalar as written (e.g. `${model.encoder_seq_length}`)
+    Origin origin = Origin::written;
+    Mark mark;
+};
+
+/// A key written twice in one mapping; YAML loaders keep one silently, the gate refuses it.
+struct Duplicate {
+    std::string path;
+    int first_line = 0;
+    int second_line = 0;
+};
+
+/// One change to a recipe: set the key path to a value, creating the key when asked.
+struct Edit {
+    std::string path;
+    Value value;
+    bool create = false;  ///< hydra's `+key=value`: the key must not exist yet
+};
+
+/// Parses a hydra-style override (`key=value`, `+key=value`, `++key=value`). The value is typed
+/// as YAML types a plain scalar. Throws InputError naming `origin` on a malformed override.
+Edit parse_override(std::string_view text, std::string_view origin);
+
+class Tree;
+
+/// A recipe file: the text as written, its parse tree with positions, and the flattened,
+/// resolved leaves the gate and the simulator read. Immutable; edits produce a new Document.
+class Document {
+public:
+    /// Loads a YAML recipe. `env_sections` name the mappings whose keys are environment
+    /// variables, for `${oc.env:VAR}`. Throws InputError with `path:line: what was expected`.
+    static Document load(const std::filesystem::path& path, const std::vector<std::string>& env_sections = {});
+    /// Parses recipe text; `origin` names it in messages.
+    static Document parse(std::string text, std::string origin, const std::vector<std::string>& env_sections = {});
+
+    /// The same text, resolved again with other environment sections.
+    [[nodiscard]] Document with_env_sections(const std::vector<std::string>& env_sections) const;
+
+    /// A new document with the edits applied to the text: untouched keys, comments and order
+    /// stay as written. Throws InputError when an edit cannot be written (a list item that does
+    /// not exist, a key inside a flow mapping that must be created, a block scalar, an alias).
+    [[nodiscard]] Document with_edits(const std::vector<Edit>& edits) const;
+
+    [[nodiscard]] const std::string& origin() const { return m_origin; }
+    [[nodiscard]] const std::string& text() const { return m_text; }
+    [[nodiscard]] const std::vector<Leaf>& leaves() const { return m_leaves; }
+    [[nodiscard]] const std::vector<Duplicate>& duplicates() const { return m_duplicates; }
+    [[nodiscard]] const std::vector<std::string>& env_sections() const { return m_env_sections; }
+
+    /// The leaf at a key path, or nullptr.
+    [[nodiscard]] const Leaf* find_leaf(std::string_view path) const;
+    /// The effective value at a key path, or nullptr.
+    [[nodiscard]] const Value* find(std::string_view path) const;
+    /// True when the path is a leaf or a mapping/list with leaves below it.
+    [[nodiscard]] bool has(std::string_view path) const;
+
+    ~Document();
+    Document(const Document&);
+    Document& operator=(const Document&);
+    Document(Document&&) noexcept;
+    Document& operator=(Document&&) noexcept;
+
+private:
+    Document(std::string text, std::string origin, std::vector<std::string> env_sections);
+
+    std::string m_text;
+    std::string m_origin;
+    std::vector<std::string> m_env_sections;
+    std::shared_ptr<const Tree> m_tree;
+    std::vector<Leaf> m_leaves;
+    std::vector<Duplicate> m_duplicates;
+};
+
+}  // namespace attune::recipe

@@ -1,0 +1,122 @@
+#include <attune/cluster/cluster.hpp>
+#include <attune/core/error.hpp>
+#include <attune/util/files.hpp>
+#include <attune/util/strings.hpp>
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace attune::cluster {
+
+namespace {
+
+struct FileContext {
+    std::string path;
+    [[noreturn]] void fail(const YAML::Node& node, const std::string& what) const {
+        throw InputError(path + ":" + std::to_string(node.Mark().line + 1) + ": " + what);
+    }
+};
+
+std::string read_string(const FileContext& file, const YAML::Node& node, const std::string& key) {
+    if (!node.IsScalar()) file.fail(node, "'" + key + "' must be a string");
+    return node.Scalar();
+}
+
+int read_positive_int(const FileContext& file, const YAML::Node& node, const std::string& key) {
+    const auto number = node.IsScalar() ? util::parse_number(node.Scalar()) : std::nullopt;
+    if (!number || *number < 1 || *number != static_cast<int>(*number) || *number > 100000)
+        file.fail(node, "'" + key + "' must be a whole number from 1 to 100000");
+    return static_cast<int>(*number);
+}
+
+bool read_bool(const FileContext& file, const YAML::Node& node, const std::string& key) {
+    const auto text = node.IsScalar() ? util::to_lower(node.Scalar()) : std::string();
+    if (text == "true" || text == "yes") return true;
+    if (text == "false" || text == "no") return false;
+    file.fail(node, "'" + key + "' must be true or false");
+}
+
+using FieldReader = std::function<void(Cluster&, const FileContext&, const YAML::Node&, const std::string&)>;
+
+const std::map<std::string, FieldReader>& field_readers() {
+    static const std::map<std::string, FieldReader> readers = {
+        {"name", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.name = read_string(f, n, k); }},
+        {"gpu", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
+             c.gpu = util::to_lower(read_string(f, n, k));
+             const auto& gpus = known_gpus();
+             if (std::find(gpus.begin(), gpus.end(), c.gpu) == gpus.end())
+                 f.fail(n, "gpu '" + c.gpu + "' is not known; expected one of " + util::join(gpus, ", "));
+         }},
+        {"nodes", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.nodes = read_positive_int(f, n, k); }},
+        {"gpus_per_node", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.gpus_per_node = read_positive_int(f, n, k); }},
+        {"network_gbps_per_gpu", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
+             const auto number = n.IsScalar() ? util::parse_number(n.Scalar()) : std::nullopt;
+             if (!number || *number <= 0) f.fail(n, "'" + k + "' must be a positive number of Gbit/s");
+             c.network_gbps_per_gpu = *number;
+         }},
+        {"partition", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.partition = read_string(f, n, k); }},
+        {"account", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.account = read_string(f, n, k); }},
+        {"qos", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.qos = read_string(f, n, k); }},
+        {"reservation", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.reservation = read_string(f, n, k); }},
+        {"constraint", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.constraint = read_string(f, n, k); }},
+        {"exclusive", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.exclusive = read_bool(f, n, k); }},
+        {"time_limit", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.time_limit = read_string(f, n, k); }},
+        {"container_image", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.container_image = read_string(f, n, k); }},
+        {"container_mounts", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.container_mounts = read_string(f, n, k); }},
+        {"gpus_flag", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
+             c.gpus_flag = read_string(f, n, k);
+             if (c.gpus_flag != "gpus-per-node" && c.gpus_flag != "gres")
+                 f.fail(n, "'gpus_flag' must be gpus-per-node or gres");
+         }},
+        {"launcher", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
+             if (!n.IsSequence()) f.fail(n, "'" + k + "' must be a list of arguments");
+             for (const auto& item : n) c.launcher.push_back(read_string(f, item, k));
+         }},
+        {"env", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
+             if (!n.IsMap()) f.fail(n, "'" + k + "' must be a mapping of NAME: value");
+             for (const auto& item : n) c.env[item.first.Scalar()] = read_string(f, item.second, item.first.Scalar());
+         }},
+    };
+    return readers;
+}
+
+}  // namespace
+
+const std::vector<std::string>& known_gpus() {
+    static const std::vector<std::string> gpus = {"h100", "h200", "b200"};
+    return gpus;
+}
+
+Cluster default_cluster() { return Cluster{}; }
+
+Cluster load_cluster(const std::filesystem::path& path) {
+    const FileContext file{path.string()};
+    const std::string text = util::read_text_file(path, 1u << 20);
+    YAML::Node root;
+    try {
+        root = YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+        throw InputError(file.path + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+    }
+    if (!root.IsMap()) throw InputError(file.path + ":1: expected a mapping of cluster fields (gpu, nodes, gpus_per_node, ...)");
+    Cluster cluster;
+    cluster.name = path.stem().string();
+    const auto& readers = field_readers();
+    for (const auto& item : root) {
+        const std::string key = item.first.Scalar();
+        const auto reader = readers.find(key);
+        if (reader == readers.end()) {
+            std::vector<std::string> names;
+            for (const auto& [name, unused] : readers) names.push_back(name);
+            const auto suggestion = util::closest_match(key, names);
+            file.fail(item.first, "unknown field '" + key + "'" +
+                                      (suggestion ? "; did you mean '" + *suggestion + "'?" : ""));
+        }
+        reader->second(cluster, file, item.second, key);
+    }
+    return cluster;
+}
+
+}  // namespace attune::cluster

@@ -1,0 +1,65 @@
+#include "rules_file.hpp"
+
+#include <attune/util/files.hpp>
+#include <attune/util/strings.hpp>
+
+#include <algorithm>
+
+namespace attune::gate {
+
+RulesFile::RulesFile(const std::filesystem::path& path) : m_path(path.string()), m_text(util::read_text_file(path, 4u << 20)) {
+    try {
+        m_root = YAML::Load(m_text);
+    } catch (const YAML::Exception& e) {
+        throw InputError(m_path + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+    }
+    if (!m_root.IsMap()) throw InputError(m_path + ":1: expected a YAML mapping");
+}
+
+std::string RulesFile::where(const YAML::Node& node) const {
+    return m_path + ":" + std::to_string(node.Mark().line + 1);
+}
+
+void RulesFile::fail(const YAML::Node& node, const std::string& what) const {
+    throw InputError(where(node) + ": " + what);
+}
+
+void RulesFile::expect_fields(const YAML::Node& mapping, std::initializer_list<const char*> allowed) const {
+    if (!mapping.IsMap()) fail(mapping, "expected a mapping");
+    const std::vector<std::string> names(allowed.begin(), allowed.end());
+    for (const auto& item : mapping) {
+        const auto key = item.first.Scalar();
+        if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+        const auto suggestion = util::closest_match(key, names);
+        fail(item.first, "unknown field '" + key + "'" + (suggestion ? "; did you mean '" + *suggestion + "'?" : "; expected one of " + util::join(names, ", ")));
+    }
+}
+
+std::string RulesFile::string(const YAML::Node& node, const std::string& what) const {
+    if (!node.IsScalar()) fail(node, "'" + what + "' must be a string");
+    return node.Scalar();
+}
+
+std::vector<std::string> RulesFile::strings(const YAML::Node& node, const std::string& what) const {
+    std::vector<std::string> out;
+    if (!node || node.IsNull()) return out;
+    if (node.IsScalar()) return {node.Scalar()};
+    if (!node.IsSequence()) fail(node, "'" + what + "' must be a list of strings");
+    for (const auto& item : node) out.push_back(string(item, what));
+    return out;
+}
+
+double RulesFile::number(const YAML::Node& node, const std::string& what) const {
+    const auto value = node.IsScalar() ? util::parse_number(node.Scalar()) : std::nullopt;
+    if (!value) fail(node, "'" + what + "' must be a number");
+    return *value;
+}
+
+bool RulesFile::boolean(const YAML::Node& node, const std::string& what) const {
+    const auto text = node.IsScalar() ? util::to_lower(node.Scalar()) : std::string();
+    if (text == "true" || text == "yes") return true;
+    if (text == "false" || text == "no") return false;
+    fail(node, "'" + what + "' must be true or false");
+}
+
+}  // namespace attune::gate

@@ -1,0 +1,43 @@
+#pragma once
+
+// Reading gate data files (adapters, invariants, policies) with yaml-cpp: private to src/gate/.
+
+#include <attune/core/error.hpp>
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attune::gate {
+
+/// A parsed rules file plus the helpers that report `file:line: what was expected`.
+class RulesFile {
+public:
+    explicit RulesFile(const std::filesystem::path& path);
+
+    [[nodiscard]] const YAML::Node& root() const { return m_root; }
+    [[nodiscard]] const std::string& path() const { return m_path; }
+    [[nodiscard]] const std::string& text() const { return m_text; }
+
+    [[noreturn]] void fail(const YAML::Node& node, const std::string& what) const;
+    [[nodiscard]] std::string where(const YAML::Node& node) const;
+
+    /// Refuses keys of a mapping that are not in `allowed`, with a did-you-mean.
+    void expect_fields(const YAML::Node& mapping, std::initializer_list<const char*> allowed) const;
+
+    [[nodiscard]] std::string string(const YAML::Node& node, const std::string& what) const;
+    [[nodiscard]] std::vector<std::string> strings(const YAML::Node& node, const std::string& what) const;
+    [[nodiscard]] double number(const YAML::Node& node, const std::string& what) const;
+    [[nodiscard]] bool boolean(const YAML::Node& node, const std::string& what) const;
+
+private:
+    std::string m_path;
+    std::string m_text;
+    YAML::Node m_root;
+};
+
+}  // namespace attune::gate

@@ -1,0 +1,88 @@
+#include <attune/core/error.hpp>
+#include <attune/recipe/document.hpp>
+#include <attune/util/files.hpp>
+#include <attune/util/strings.hpp>
+
+#include "resolver.hpp"
+#include "tree.hpp"
+
+#include <algorithm>
+
+namespace attune::recipe {
+
+namespace {
+
+// Recipes are small; anything this large is not one.
+constexpr std::size_t k_max_recipe_bytes = 16u << 20;
+
+}  // namespace
+
+Document::Document(std::string text, std::string origin, std::vector<std::string> env_sections)
+    : m_text(std::move(text)), m_origin(std::move(origin)), m_env_sections(std::move(env_sections)) {
+    auto tree = std::make_shared<Tree>(read_yaml(m_text, m_origin));
+    m_duplicates = tree->duplicates;
+    m_leaves = flatten_and_resolve(tree->root, m_env_sections, m_origin);
+    m_tree = std::move(tree);
+}
+
+Document::~Document() = default;
+Document::Document(const Document&) = default;
+Document& Document::operator=(const Document&) = default;
+Document::Document(Document&&) noexcept = default;
+Document& Document::operator=(Document&&) noexcept = default;
+
+Document Document::load(const std::filesystem::path& path, const std::vector<std::string>& env_sections) {
+    return Document(util::read_text_file(path, k_max_recipe_bytes), path.string(), env_sections);
+}
+
+Document Document::parse(std::string text, std::string origin, const std::vector<std::string>& env_sections) {
+    return Document(std::move(text), std::move(origin), env_sections);
+}
+
+Document Document::with_env_sections(const std::vector<std::string>& env_sections) const {
+    return Document(m_text, m_origin, env_sections);
+}
+
+const Leaf* Document::find_leaf(std::string_view path) const {
+    const auto found = std::find_if(m_leaves.begin(), m_leaves.end(), [&](const Leaf& leaf) { return leaf.path == path; });
+    return found == m_leaves.end() ? nullptr : &*found;
+}
+
+const Value* Document::find(std::string_view path) const {
+    const Leaf* leaf = find_leaf(path);
+    return leaf == nullptr ? nullptr : &leaf->value;
+}
+
+bool Document::has(std::string_view path) const {
+    return find_node(m_tree->root, path) != nullptr;
+}
+
+Edit parse_override(std::string_view text, std::string_view origin) {
+    const auto trimmed = util::trim(text);
+    Edit edit;
+    std::string_view body = trimmed;
+    if (body.starts_with("++")) {
+        body.remove_prefix(2);
+    } else if (body.starts_with("+")) {
+        edit.create = true;
+        body.remove_prefix(1);
+    } else if (body.starts_with("~")) {
+        throw InputError(std::string(origin) + ": '" + std::string(trimmed) +
+                         "': deleting a key (~key) is not supported; expected key=value or +key=value");
+    }
+    const auto equals = body.find('=');
+    const auto key = util::trim(body.substr(0, equals));
+    if (equals == std::string_view::npos || key.empty() ||
+        key.find_first_of(" \t=") != std::string_view::npos)
+        throw InputError(std::string(origin) + ": '" + std::string(trimmed) +
+                         "': expected a hydra override key=value or +key=value");
+    edit.path = std::string(key);
+    auto value = util::trim(body.substr(equals + 1));
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+        edit.value = Value::string(std::string(value.substr(1, value.size() - 2)));
+    else
+        edit.value = Value::from_plain(value);
+    return edit;
+}
+
+}  // namespace attune::recipe

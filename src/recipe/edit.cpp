@@ -1,0 +1,142 @@
+#include <attune/core/error.hpp>
+#include <attune/recipe/document.hpp>
+
+#include "tree.hpp"
+
+#include <algorithm>
+
+namespace attune::recipe {
+
+namespace {
+
+constexpr int k_indent_step = 2;
+
+/// Applies one edit to recipe text by rewriting only the bytes of the value it changes, so that
+/// comments, key order and every other key stay exactly as written.
+class TextEditor {
+public:
+    TextEditor(const std::string& text, const Node& root, const std::string& origin)
+        : m_text(text), m_root(root), m_origin(origin) {}
+
+    std::string apply(const Edit& edit) {
+        const auto segments = split_path(edit.path);
+        if (segments.empty()) fail(edit, "an empty key path");
+        std::vector<const Node*> chain{&m_root};
+        std::size_t depth = 0;
+        for (; depth < segments.size(); ++depth) {
+            const Node* next = child(*chain.back(), segments[depth]);
+            if (next == nullptr) break;
+            chain.push_back(next);
+        }
+        if (depth == segments.size()) {
+            if (edit.create) fail(edit, "the key exists already; expected key=value instead of +key=value");
+            return replace_value(edit, *chain.back(), chain.size() >= 2 ? chain[chain.size() - 2] : nullptr);
+        }
+        return insert_keys(edit, *chain.back(), std::vector<std::string>(segments.begin() + static_cast<std::ptrdiff_t>(depth), segments.end()));
+    }
+
+private:
+    [[noreturn]] void fail(const Edit& edit, const std::string& why) const {
+        throw InputError(m_origin + ": cannot set '" + edit.path + "': " + why);
+    }
+
+    static const Node* child(const Node& node, const std::string& segment) {
+        if (segment.front() == '[') {
+            if (node.kind != Node::Kind::sequence) return nullptr;
+            const auto index = std::stoul(segment.substr(1));
+            return index < node.children.size() ? &node.children[index] : nullptr;
+        }
+        if (node.kind != Node::Kind::mapping) return nullptr;
+        const auto key = std::find(node.keys.begin(), node.keys.end(), segment);
+        return key == node.keys.end() ? nullptr : &node.children[static_cast<std::size_t>(key - node.keys.begin())];
+    }
+
+    std::string replace_value(const Edit& edit, const Node& node, const Node* parent) {
+        if (node.from_alias)
+            fail(edit, "its value comes from a YAML alias or merge key at line " + std::to_string(node.mark.line) +
+                           "; edit the anchored value instead");
+        if (node.kind == Node::Kind::mapping || node.kind == Node::Kind::sequence)
+            fail(edit, "it is a " + std::string(node.kind == Node::Kind::mapping ? "mapping" : "list") +
+                           "; expected a key with a single value");
+        const std::string written = edit.value.to_yaml();
+        if (node.kind == Node::Kind::null && parent != nullptr && parent->kind == Node::Kind::mapping) {
+            const auto [start, end] = value_region_after_key(edit, node);
+            return splice(start, end, " " + written);
+        }
+        std::size_t start = 0;
+        std::size_t end = 0;
+        if (!scalar_span(m_text, node.mark, parent != nullptr && parent->flow, start, end))
+            fail(edit, "it is a block scalar (| or >); edit it by hand");
+        return splice(start, end, written);
+    }
+
+    /// The bytes after `key:` up to a comment or the end of the line.
+    std::pair<std::size_t, std::size_t> value_region_after_key(const Edit& edit, const Node& value) {
+        std::size_t key_start = 0;
+        std::size_t key_end = 0;
+        scalar_span(m_text, value.key_mark, false, key_start, key_end);
+        const auto colon = m_text.find(':', key_end);
+        const auto line_end = std::min(m_text.find('\n', key_end), m_text.size());
+        if (colon == std::string::npos || colon > line_end) fail(edit, "its key has no ':' on its line");
+        std::size_t end = colon + 1;
+        while (end < line_end && !(m_text[end] == '#' && (m_text[end - 1] == ' ' || m_text[end - 1] == '\t'))) ++end;
+        while (end > colon + 1 && (m_text[end - 1] == ' ' || m_text[end - 1] == '\t')) --end;
+        return {colon + 1, end};
+    }
+
+    std::string insert_keys(const Edit& edit, const Node& parent, const std::vector<std::string>& missing) {
+        for (const auto& segment : missing)
+            if (segment.front() == '[') fail(edit, "list item " + segment + " does not exist");
+        if (parent.from_alias) fail(edit, "its parent comes from a YAML alias; edit the anchored mapping instead");
+        if (parent.kind == Node::Kind::mapping && parent.flow)
+            fail(edit, "its parent is a flow mapping ({...}); expected a block mapping to add a key to");
+        if (parent.kind == Node::Kind::mapping) {
+            const int indent = parent.children.empty() ? 0 : parent.children.front().key_mark.column;
+            const auto at = &parent == &m_root ? m_text.size() : offset_of(m_text, parent.last_line + 1, 0);
+            std::string prefix = (at > 0 && m_text[at - 1] != '\n') ? "\n" : "";
+            return splice(at, at, prefix + key_lines(missing, indent, edit.value));
+        }
+        if (parent.kind == Node::Kind::null) {
+            const auto [start, end] = value_region_after_key(edit, parent);
+            const auto line_end = std::min(m_text.find('\n', end), m_text.size());
+            const std::string lines = key_lines(missing, parent.key_mark.column + k_indent_step, edit.value);
+            std::string text = m_text;
+            text.insert(line_end, "\n" + lines.substr(0, lines.size() - 1));
+            text.erase(start, end - start);
+            return text;
+        }
+        fail(edit, "'" + missing.front() + "' would go below a value that is not a mapping");
+    }
+
+    static std::string key_lines(const std::vector<std::string>& keys, int indent, const Value& value) {
+        std::string lines;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            lines += std::string(static_cast<std::size_t>(indent + static_cast<int>(i) * k_indent_step), ' ') + keys[i] + ":";
+            lines += (i + 1 == keys.size()) ? " " + value.to_yaml() + "\n" : "\n";
+        }
+        return lines;
+    }
+
+    [[nodiscard]] std::string splice(std::size_t start, std::size_t end, const std::string& replacement) const {
+        std::string text = m_text;
+        text.replace(start, end - start, replacement);
+        return text;
+    }
+
+    const std::string& m_text;
+    const Node& m_root;
+    const std::string& m_origin;
+};
+
+}  // namespace
+
+Document Document::with_edits(const std::vector<Edit>& edits) const {
+    Document current = *this;
+    for (const auto& edit : edits) {
+        std::string text = TextEditor(current.m_text, current.m_tree->root, m_origin).apply(edit);
+        current = Document(std::move(text), m_origin, m_env_sections);
+    }
+    return current;
+}
+
+}  // namespace attune::recipe

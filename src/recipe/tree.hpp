@@ -1,0 +1,53 @@
+#pragma once
+
+// The parse tree behind a recipe::Document: private to src/recipe/.
+
+#include <attune/recipe/document.hpp>
+
+#include <string>
+#include <vector>
+
+namespace attune::recipe {
+
+struct Node {
+    enum class Kind { null, scalar, sequence, mapping };
+    Kind kind = Kind::null;
+    std::string text;        ///< a scalar's value
+    bool plain = true;       ///< false when quoted or tagged as a string
+    std::string tag;         ///< an explicit tag (`!!int`), empty when none
+    Mark mark;               ///< where the node starts, as the YAML parser reports it
+    Mark key_mark;           ///< for a mapping value: where its key starts
+    bool flow = false;       ///< a container written in flow style (`[a, b]`, `{a: 1}`)
+    bool from_alias = false; ///< copied from an anchor or merged in: not written at this place
+    int last_line = 0;       ///< the last line the node's text reaches
+    std::vector<std::string> keys;  ///< a mapping's keys, parallel to children
+    std::vector<Node> children;     ///< a mapping's values or a sequence's items
+};
+
+struct Tree {
+    Node root;
+    std::vector<Duplicate> duplicates;
+};
+
+/// Parses YAML text into a tree with positions; resolves anchors, aliases and merge keys;
+/// records duplicate keys. Throws InputError naming `origin` and the line.
+Tree read_yaml(const std::string& text, const std::string& origin);
+
+/// Joins a key path: `parent.key`, or `parent[index]`.
+std::string child_path(const std::string& parent, const std::string& key);
+std::string item_path(const std::string& parent, std::size_t index);
+
+/// Splits a key path into segments: `a.b[2].c` → `a`, `b`, `[2]`, `c`.
+std::vector<std::string> split_path(std::string_view path);
+
+/// The node at a path, or nullptr.
+const Node* find_node(const Node& root, std::string_view path);
+
+/// Where a scalar written at `mark` ends in `text` (a byte offset), skipping its anchor and tag.
+/// `start` receives the offset of its first character. Returns false for block scalars.
+bool scalar_span(const std::string& text, const Mark& mark, bool in_flow, std::size_t& start, std::size_t& end);
+
+/// The byte offset of a 1-based line and 0-based column.
+std::size_t offset_of(const std::string& text, int line, int column);
+
+}  // namespace attune::recipe
