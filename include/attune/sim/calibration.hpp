@@ -1,0 +1,38 @@
+#pragma once
+// Calibration against published measurements (../shared/calibration/published.csv, read in place).
+
+#include <attune/sim/model.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace attune::sim {
+
+/// One published measurement turned into simulator inputs, with its estimate.
+struct CalibrationRow {
+    int line = 0;                   ///< line in published.csv
+    std::string label;              ///< model, GPU, #GPUs, precision as published
+    bool modelled = false;          ///< false when the row's model or layout cannot be built (counted as a miss)
+    std::string why_not;            ///< the reason when not modelled
+    double published_tokens = 0;    ///< tokens/s/GPU (derived from TFLOP/s with the source's convention when absent)
+    double estimated_tokens = 0;
+    double error = 0;               ///< estimated / published − 1
+    double published_mem_gib = 0;   ///< peak memory when the source gives one, else 0
+    double estimated_mem_gib = 0;
+};
+
+/// Summary over all rows: the share within ±20 % and the median absolute error (misses count as 100 %).
+struct CalibrationSummary {
+    std::vector<CalibrationRow> rows;
+    double within_20 = 0;
+    double median_abs_error = 0;
+};
+
+/// Reads published.csv, builds each row's ModelShape and Layout, estimates it. Throws InputError on a malformed file.
+CalibrationSummary run_calibration(const std::filesystem::path& published_csv);
+
+/// The table as text, one row per line, then the summary.
+std::string format_calibration(const CalibrationSummary& summary);
+
+}  // namespace attune::sim

@@ -1,0 +1,106 @@
+#pragma once
+// The simulator's plain inputs: the hardware, the model's shape and the job's parallel layout.
+// They are independent of recipe files so the estimator stays a pure, fast function.
+
+#include <optional>
+#include <string_view>
+
+namespace attune::sim {
+
+/// One GPU type with its node and network: dense peaks, HBM, NVLink, scale-out per GPU.
+/// Facts from ../shared/calibration/hardware.md (dense, not sparse; NVLink bidirectional).
+struct Hardware {
+    std::string_view name;          ///< "h100", "h200", "b200"
+    double bf16_tflops = 0;         ///< dense BF16 peak, TFLOP/s
+    double fp8_tflops = 0;          ///< dense FP8 peak, TFLOP/s
+    double hbm_gib = 0;             ///< usable HBM per GPU, GiB
+    double hbm_tbps = 0;            ///< HBM bandwidth, TB/s
+    double nvlink_gbps = 0;         ///< NVLink per GPU, bidirectional GB/s
+    double network_gbps = 0;        ///< scale-out per GPU, GB/s (400 Gb/s = 50 GB/s)
+};
+
+/// The catalogue entry for `name` (h100, h200, b200; case-insensitive), or nullopt.
+std::optional<Hardware> find_hardware(std::string_view name);
+
+/// The transformer's shape. Dense models leave the MoE fields at zero; `mla` models use the
+/// DeepSeek latent-attention ranks instead of `kv_heads`.
+struct ModelShape {
+    int layers = 0;
+    int hidden = 0;
+    int ffn = 0;                    ///< dense MLP width (the dense layers of a MoE model)
+    int heads = 0;
+    int kv_heads = 0;
+    int head_dim = 0;               ///< 0 means hidden / heads
+    int vocab = 0;
+    int seq_len = 0;
+    bool gated_mlp = true;          ///< SwiGLU (3 matrices) rather than GELU (2)
+    int experts = 0;
+    int topk = 0;
+    int moe_ffn = 0;
+    int shared_ffn = 0;             ///< total width of the shared experts
+    int dense_layers = 0;           ///< leading dense layers of a MoE model (moe layer frequency)
+    int mtp_layers = 0;
+    bool mla = false;
+    int q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
+};
+
+/// A well-known architecture by Hugging Face id (`meta-llama/Llama-3.1-70B`) or short key
+/// (`llama3_70b`), case-insensitive; seq_len is left at 0 for the caller. Nullopt when unknown.
+std::optional<ModelShape> find_model(std::string_view name);
+
+enum class Recompute { none, selective, full };
+enum class Precision { bf16, fp8 };
+enum class Dispatcher { alltoall, allgather, flex };   ///< flex: DeepEP / HybridEP
+enum class Sharding { none, distributed_optimizer, fsdp };
+
+/// How the job runs: world shape, parallel sizes, batch and the performance levers.
+/// `dp` = 0 means world / (tp·pp·cp).
+struct Layout {
+    int nodes = 1, gpus_per_node = 8;
+    int tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, etp = 1, dp = 0;
+    int mbs = 1, gbs = 1;
+    bool sequence_parallel = false;
+    Sharding sharding = Sharding::distributed_optimizer;
+    int fsdp_shard = 0;             ///< FSDP sharding group; 0 means dp
+    Recompute recompute = Recompute::none;
+    int recompute_layers = 0;       ///< full recompute: layers per stage recomputed; 0 means all
+    bool offload_activations = false;
+    bool overlap_grad_reduce = true, overlap_param_gather = true, tp_comm_overlap = false;
+    bool fusions = true, flash_attention = true, cuda_graphs = false, moe_grouped_gemm = true;
+    Dispatcher dispatcher = Dispatcher::alltoall;
+    Precision precision = Precision::bf16;
+};
+
+/// Memory per GPU on the most loaded pipeline stage, GiB.
+struct Memory {
+    double params = 0, grads = 0, optimizer = 0, activations = 0, other = 0, total = 0, capacity = 0;
+};
+
+/// Step time and where it goes, seconds. The parts add up to `step_time_s`.
+struct Breakdown {
+    double compute = 0, tp_comm = 0, pp_bubble = 0, dp_comm = 0, cp_comm = 0, ep_comm = 0, overhead = 0;
+};
+
+/// The nominal model's answer for one configuration.
+struct Estimate {
+    bool valid = false;             ///< false when the layout is inconsistent (see `problem`)
+    const char* problem = "";       ///< static text naming the inconsistency
+    bool fits = false;
+    Memory memory_gib;
+    Breakdown breakdown_s;
+    double step_time_s = 0;
+    double tokens_per_s_per_gpu = 0;
+    double tflops_per_gpu = 0;      ///< model FLOPs (Megatron-Core causal convention) per second
+    double mfu = 0;                 ///< against the dense peak of the layout's precision
+};
+
+/// Model FLOPs per token (forward + backward, causal attention, Megatron-Core formula 1b).
+double flops_per_token(const ModelShape& model);
+
+/// Total and active-per-token parameter counts.
+double total_params(const ModelShape& model);
+
+/// The nominal estimate: pure, no allocation, a few microseconds.
+Estimate estimate(const Hardware& hardware, const ModelShape& model, const Layout& layout);
+
+}  // namespace attune::sim

@@ -1,0 +1,194 @@
+// Builds simulator inputs from published.csv rows. The columns are documented in
+// ../shared/calibration/calibration_notes.md; unpublished settings follow the notes there.
+
+#include <attune/sim/calibration.hpp>
+
+#include <attune/core/error.hpp>
+#include <attune/util/files.hpp>
+#include <attune/util/strings.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <regex>
+
+namespace attune::sim {
+namespace {
+
+// RFC 4180 fields: commas inside double quotes, "" for a quote.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+    std::vector<std::vector<std::string>> records(1, std::vector<std::string>(1));
+    bool quoted = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') records.back().back() += '"', ++i;
+            else if (c == '"') quoted = false;
+            else records.back().back() += c;
+        } else if (c == '"') quoted = true;
+        else if (c == ',') records.back().emplace_back();
+        else if (c == '\n') records.emplace_back(1);
+        else if (c != '\r') records.back().back() += c;
+    }
+    if (records.back().size() == 1 && records.back()[0].empty()) records.pop_back();
+    return records;
+}
+
+int leading_int(const std::string& text, int fallback) {
+    std::smatch match;
+    static const std::regex number{R"(^\s*(\d+))"};
+    return std::regex_search(text, match, number) ? std::stoi(match[1]) : fallback;
+}
+
+bool contains(const std::string& text, std::string_view needle) {
+    return util::to_lower(text).find(needle) != std::string::npos;
+}
+
+// Models named only in the `model` column: published shapes in the name, or benchmark models.
+std::optional<ModelShape> model_from_name(const std::string& name) {
+    static const std::regex gpt{R"(h=(\d+), L=(\d+), heads=(\d+), V=(\d+))"};
+    std::smatch match;
+    if (std::regex_search(name, match, gpt)) {
+        ModelShape m;
+        m.hidden = std::stoi(match[1]), m.layers = std::stoi(match[2]), m.heads = std::stoi(match[3]);
+        m.kv_heads = m.heads, m.vocab = std::stoi(match[4]), m.ffn = 4 * m.hidden, m.gated_mlp = false;
+        return m;
+    }
+    static const std::vector<std::pair<std::string, std::string>> aliases{
+        {"qwen2.5 7b", "qwen2.5_7b"},     {"qwen2.5 32b", "qwen2.5_32b"}, {"gpt-3 175b", "gpt3_175b"},
+        {"gpt3-5b", "gpt3_5b"},           {"gpt3-20b", "gpt3_20b"},       {"nemotron-8b", "nemotron_8b"},
+        {"nemotron-22b", "nemotron_22b"}, {"nemotron-340b", "nemotron_340b"}};
+    const std::string lowered = util::to_lower(name);
+    for (const auto& [prefix, key] : aliases) {
+        if (lowered.starts_with(prefix)) return find_model(key);
+    }
+    return std::nullopt;
+}
+
+struct Columns {
+    std::map<std::string, std::size_t> index;
+    const std::string& get(const std::vector<std::string>& record, const std::string& name) const {
+        static const std::string empty;
+        const auto it = index.find(name);
+        return it == index.end() || it->second >= record.size() ? empty : record[it->second];
+    }
+};
+
+double number(const std::string& text) { return util::parse_number(util::trim(text)).value_or(0.0); }
+
+// FLOPs per token in the non-causal convention of NeMo <= 25.07 and Megatron-LM r0.8 (formulas.md §1).
+double noncausal_flops_per_token(const ModelShape& m) {
+    ModelShape shape = m;
+    const double causal = flops_per_token(shape);
+    shape.seq_len = 0;
+    const double without_attention = flops_per_token(shape);
+    return without_attention + 2.0 * (causal - without_attention);
+}
+
+void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationRow& row) {
+    const std::string& model_key = c.get(r, "model_key");
+    std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : find_model(model_key);
+    const auto hardware = find_hardware(c.get(r, "gpu"));
+    if (!model) return void(row.why_not = "model not in the catalogue");
+    if (!hardware) return void(row.why_not = "GPU not in the catalogue");
+    model->seq_len = leading_int(c.get(r, "seq_len"), 0);
+
+    Layout l;
+    l.tp = leading_int(c.get(r, "tp"), 1), l.pp = leading_int(c.get(r, "pp"), 1), l.cp = leading_int(c.get(r, "cp"), 1);
+    l.ep = leading_int(c.get(r, "ep"), 1), l.etp = leading_int(c.get(r, "etp"), 1), l.vpp = leading_int(c.get(r, "vp"), 1);
+    l.mbs = leading_int(c.get(r, "mbs"), 1), l.gbs = leading_int(c.get(r, "gbs"), 0);
+    const int gpus = leading_int(c.get(r, "num_gpus"), 0);
+    const int model_ranks = l.tp * l.pp * l.cp;
+    const int dp = std::max(1, gpus / model_ranks);   // the long-sequence table's products do not match #GPUs
+    const int world = model_ranks * dp;
+    l.gpus_per_node = std::min(8, world), l.nodes = world / l.gpus_per_node;
+    while (l.gbs % (l.mbs * dp) != 0 && l.mbs > 1) --l.mbs;
+    if (l.gbs < dp) l.gbs = dp;   // a published batch smaller than DP (torchtitan CP rows): one sequence per rank
+    const std::string precision = c.get(r, "precision");
+    l.precision = contains(precision, "fp8") || contains(precision, "float8") || contains(precision, "mx") ||
+                          contains(precision, "fp4") ? Precision::fp8 : Precision::bf16;
+    const std::string sharding = c.get(r, "fsdp_dist_opt");
+    if (contains(sharding, "fsdp")) {
+        l.sharding = Sharding::fsdp;
+        static const std::regex shard{R"((\d+)-way|dp_shard=(\d+))"};
+        std::smatch match;
+        if (std::regex_search(sharding, match, shard)) l.fsdp_shard = std::stoi(match[1].matched ? match[1] : match[2]);
+    }
+    const std::string recompute = c.get(r, "recompute");
+    if (contains(recompute, "full")) l.recompute = Recompute::full;
+    else if (contains(recompute, "selective") || contains(recompute, "sac")) l.recompute = Recompute::selective;
+    const std::string framework = c.get(r, "framework");
+    const bool megatron = contains(framework, "megatron") || (contains(framework, "nemo") && !contains(framework, "automodel"));
+    l.sequence_parallel = l.tp > 1;
+    l.fusions = megatron;   // PyTorch-native stacks lack Transformer Engine's fused kernels
+    l.tp_comm_overlap = megatron || contains(precision, "asynctp");
+    const std::string notes = c.get(r, "notes");
+    l.cuda_graphs = contains(notes, "cuda_graph");
+    l.dispatcher = contains(notes, "hybridep") || contains(notes, "deepep") || contains(notes, "flex") ? Dispatcher::flex
+                                                                                                       : Dispatcher::alltoall;
+    row.published_tokens = number(c.get(r, "tokens_per_sec_per_gpu"));
+    if (row.published_tokens <= 0) {
+        const double tflops = number(c.get(r, "tflops_per_gpu"));
+        row.published_tokens = tflops * 1e12 / noncausal_flops_per_token(*model);
+    }
+    static const std::regex mem{R"(mem ([0-9.]+) GiB)"};
+    std::smatch match;
+    if (std::regex_search(notes, match, mem)) row.published_mem_gib = std::stod(match[1]);
+
+    const Estimate e = estimate(*hardware, *model, l);
+    if (!e.valid) return void(row.why_not = e.problem);
+    row.modelled = row.published_tokens > 0;
+    row.estimated_tokens = e.tokens_per_s_per_gpu;
+    row.estimated_mem_gib = e.memory_gib.total;
+    row.error = row.modelled ? row.estimated_tokens / row.published_tokens - 1.0 : 0.0;
+}
+
+}  // namespace
+
+CalibrationSummary run_calibration(const std::filesystem::path& published_csv) {
+    const auto records = parse_csv(util::read_text_file(published_csv));
+    if (records.empty()) throw InputError(fmt::format("{}:1: expected a header row", published_csv.string()));
+    Columns columns;
+    for (std::size_t i = 0; i < records[0].size(); ++i) columns.index[records[0][i]] = i;
+    CalibrationSummary summary;
+    std::vector<double> errors;
+    int line = 1;
+    for (std::size_t i = 1; i < records.size(); ++i) {
+        CalibrationRow row;
+        row.line = ++line;   // no record in the file spans lines
+        const auto& r = records[i];
+        row.label = fmt::format("{} {}x{} {} s={}", columns.get(r, "model"), columns.get(r, "num_gpus"),
+                                columns.get(r, "gpu"), columns.get(r, "precision").substr(0, 12), columns.get(r, "seq_len"));
+        build_row(columns, r, row);
+        errors.push_back(row.modelled ? std::abs(row.error) : 1.0);
+        summary.rows.push_back(std::move(row));
+    }
+    const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.2; });
+    summary.within_20 = errors.empty() ? 0.0 : double(within) / double(errors.size());
+    std::sort(errors.begin(), errors.end());
+    summary.median_abs_error = errors.empty() ? 0.0 : errors[errors.size() / 2];
+    return summary;
+}
+
+std::string format_calibration(const CalibrationSummary& summary) {
+    std::string out = fmt::format("{:>5}  {:<64} {:>10} {:>10} {:>8}  {:>14}\n", "line", "row", "published", "estimated",
+                                  "error", "mem pub/est");
+    for (const auto& row : summary.rows) {
+        const std::string mem = row.published_mem_gib > 0
+                                    ? fmt::format("{:.1f}/{:.1f}", row.published_mem_gib, row.estimated_mem_gib) : "";
+        if (row.modelled) {
+            out += fmt::format("{:>5}  {:<64.64} {:>10.1f} {:>10.1f} {:>+7.1f}%  {:>14}\n", row.line, row.label,
+                               row.published_tokens, row.estimated_tokens, 100 * row.error, mem);
+        } else {
+            out += fmt::format("{:>5}  {:<64.64} {:>10.1f} {:>10} {:>8}  ({})\n", row.line, row.label,
+                               row.published_tokens, "-", "miss", row.why_not);
+        }
+    }
+    out += fmt::format("rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}%\n", summary.rows.size(),
+                       100 * summary.within_20, 100 * summary.median_abs_error);
+    return out;
+}
+
+}  // namespace attune::sim

@@ -1,0 +1,274 @@
+// The nominal analytic model: FLOPs, GEMM efficiency, collectives, bubble and memory.
+// Formulas and references: ../shared/calibration/formulas.md (sections named below).
+
+#include <attune/sim/model.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attune::sim {
+namespace {
+
+constexpr double k_gib = 1024.0 * 1024.0 * 1024.0;
+
+int head_dim(const ModelShape& m) { return m.head_dim > 0 ? m.head_dim : m.hidden / std::max(1, m.heads); }
+int moe_layers(const ModelShape& m) { return m.experts > 0 ? m.layers - m.dense_layers : 0; }
+int dense_mlp_layers(const ModelShape& m) { return m.layers - moe_layers(m); }
+double mlp_matrices(const ModelShape& m) { return m.gated_mlp ? 3.0 : 2.0; }
+
+// Parameters of one layer's attention block (§1b; MLA variant for DeepSeek-style models).
+double attention_params(const ModelShape& m) {
+    const double h = m.hidden;
+    if (m.mla) {
+        const double n = m.heads;
+        return m.q_lora_rank * (h + n * (m.qk_nope_dim + m.qk_rope_dim)) +
+               m.kv_lora_rank * (h + n * (m.qk_nope_dim + m.v_head_dim)) + h * m.qk_rope_dim + n * m.v_head_dim * h;
+    }
+    const double q = double(m.heads) * head_dim(m);
+    const double kv = double(m.kv_heads) * head_dim(m);
+    return h * (q + 2 * kv) + q * h;
+}
+
+// Causal core-attention FLOPs per token per layer, divided by the sequence length.
+double core_attention_flops_per_seq(const ModelShape& m) {
+    if (m.mla) return 6.0 * (m.heads * (m.qk_nope_dim + m.qk_rope_dim) / 2.0 + m.heads * m.v_head_dim / 2.0);
+    return 6.0 * double(m.heads) * head_dim(m);
+}
+
+double dense_mlp_params(const ModelShape& m) { return mlp_matrices(m) * m.hidden * double(m.ffn); }
+double expert_params(const ModelShape& m) { return mlp_matrices(m) * m.hidden * double(m.moe_ffn); }
+double shared_params(const ModelShape& m) { return mlp_matrices(m) * m.hidden * double(m.shared_ffn); }
+
+// Parameters each token multiplies through (GEMM work), without embeddings.
+double active_gemm_params(const ModelShape& m) {
+    const double layers = m.layers + m.mtp_layers;
+    return layers * attention_params(m) + dense_mlp_layers(m) * dense_mlp_params(m) +
+           (moe_layers(m) + m.mtp_layers * (m.experts > 0)) * (m.topk * expert_params(m) + shared_params(m)) +
+           m.mtp_layers * (m.experts > 0 ? 0.0 : dense_mlp_params(m)) + double(m.hidden) * m.vocab * (1 + m.mtp_layers);
+}
+
+// GEMM efficiency against the dense peak: grows with the per-GPU matrix width and the tokens
+// per micro-batch, saturating near what cuBLAS reaches on large Megatron GEMMs.
+double gemm_efficiency(double width, double tokens, const Layout& l, const Hardware& hw) {
+    // Without Transformer Engine's fused cast/amax kernels, FP8 scaling runs as separate passes.
+    const double fp8_peak = l.fusions ? 0.62 : 0.42;
+    const double peak = l.precision == Precision::fp8 ? fp8_peak : 0.80;
+    const double width_factor = width / (width + 700.0);
+    const double token_factor = tokens / (tokens + 600.0);
+    // B200's higher peak is harder to feed from the same HBM: small GEMMs lose more.
+    const double scale = hw.bf16_tflops > 1500 ? 0.9 : 1.0;
+    return peak * width_factor * token_factor * scale;
+}
+
+// Ring collective time: bytes · (n−1)/n over the slowest link the group crosses.
+double ring_time(double bytes, int group, double bandwidth_gbps, double efficiency) {
+    if (group <= 1 || bytes <= 0) return 0;
+    return bytes * (group - 1) / group / (bandwidth_gbps * 1e9 * efficiency) + 10e-6;
+}
+
+struct Link {
+    double gbps;
+    double efficiency;
+};
+
+// A group of `size` ranks with stride `stride` stays in one node while size·stride ≤ gpus per node.
+Link link_for(const Hardware& hw, const Layout& l, int size, int stride) {
+    if (size * stride <= l.gpus_per_node) return {hw.nvlink_gbps / 2, 0.7};
+    return {hw.network_gbps, 0.8};
+}
+
+double params_per_gpu_dense(const ModelShape& m, const Layout& l) {
+    const double per_layer = attention_params(m) + (m.experts > 0 ? shared_params(m) : dense_mlp_params(m));
+    const double layers = double(m.layers) / l.pp;
+    const double embed = double(m.hidden) * m.vocab * (l.pp == 1 ? 2.0 : 1.0);
+    return (per_layer * layers + m.dense_layers * (m.experts > 0) * dense_mlp_params(m) / l.pp + embed) / l.tp;
+}
+
+double params_per_gpu_expert(const ModelShape& m, const Layout& l) {
+    if (m.experts == 0) return 0;
+    return double(moe_layers(m)) / l.pp * m.experts * expert_params(m) / (l.ep * l.etp);
+}
+
+// Activation bytes per layer per micro-batch (Korthikanti 2022, §3), generalised to GQA, SwiGLU and MoE.
+double activation_bytes_per_layer(const ModelShape& m, const Layout& l, double seq) {
+    const double sbh = seq * l.mbs * m.hidden;
+    const double kv_ratio = m.mla ? 1.0 : double(m.kv_heads) / std::max(1, m.heads);
+    const double ffn = m.experts > 0 ? double(m.moe_ffn) * m.topk + m.shared_ffn : m.ffn;
+    const double mlp = (m.gated_mlp ? 6.0 : 4.0) * ffn / m.hidden + (m.experts > 0 ? 4.0 * m.topk : 0.0);
+    const double attention = 7.0 + 4.0 * kv_ratio;
+    const double replicated = l.sequence_parallel ? 0.0 : 10.0;
+    double bytes = sbh * (replicated + (attention + 7.0 + mlp) / l.tp);
+    if (!l.flash_attention && l.recompute == Recompute::none) bytes += 5.0 * m.heads * seq * seq * l.mbs / l.tp;
+    // Transformer Engine caches the inputs of the QKV, projection, FC1 and FC2 GEMMs in FP8 (one byte):
+    // about 60 % of the stored bytes are such inputs, so FP8 saves about 30 %.
+    if (l.precision == Precision::fp8) bytes *= 0.7;
+    return bytes;
+}
+
+Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, int microbatches) {
+    Memory mem;
+    const double dense = params_per_gpu_dense(m, l);
+    const double experts = params_per_gpu_expert(m, l);
+    const int expert_dp = std::max(1, l.nodes * l.gpus_per_node / (l.ep * l.etp * l.pp));
+    const double dense_dp = dp * l.cp;
+    const double fp8_copy = l.precision == Precision::fp8 ? 1.0 : 0.0;
+    if (l.sharding == Sharding::fsdp) {
+        const double shard = l.fsdp_shard > 0 ? l.fsdp_shard : dense_dp;
+        mem.params = (dense / shard + experts / std::max(1, expert_dp)) * (2 + fp8_copy) +
+                     params_per_gpu_dense(m, l) / m.layers * l.pp * 2 * 2;   // two gathered layers in flight
+        mem.grads = (dense / shard + experts / std::max(1, expert_dp)) * 4;
+        mem.optimizer = (dense / shard + experts / std::max(1, expert_dp)) * 12;
+    } else {
+        const double opt_div_dense = l.sharding == Sharding::distributed_optimizer ? dense_dp : 1.0;
+        const double opt_div_expert = l.sharding == Sharding::distributed_optimizer ? expert_dp : 1.0;
+        mem.params = (dense + experts) * (2 + fp8_copy);
+        mem.grads = (dense + experts) * 4;
+        mem.optimizer = dense * 12 / opt_div_dense + experts * 12 / opt_div_expert;
+    }
+    const double seq = double(m.seq_len) / l.cp;
+    const double per_layer = activation_bytes_per_layer(m, l, seq);
+    const double layers = double(m.layers) / l.pp;
+    double full_layers = 0;
+    if (l.recompute == Recompute::full) full_layers = l.recompute_layers > 0 ? std::min<double>(l.recompute_layers, layers) : layers;
+    const double input_only = 2.0 * seq * l.mbs * m.hidden / (l.sequence_parallel ? l.tp : 1);
+    const double stage = (layers - full_layers) * per_layer + full_layers * input_only;
+    double in_flight = std::min(l.pp, microbatches);
+    if (l.vpp > 1) in_flight = l.pp * (1.0 + double(l.pp - 1) / (l.pp * l.vpp));
+    double activations = stage * in_flight;
+    if (full_layers > 0) activations += per_layer;   // one layer's working set while recomputing
+    if (l.offload_activations) activations *= 0.35;
+    const double logits = l.pp == 1 ? 6.0 * seq * l.mbs * m.vocab / l.tp : 0.0;
+    mem.activations = activations + logits;
+    // CUDA context, NCCL and cuBLAS workspaces, DP buckets; the allocator fragments about 8 %.
+    const double workspace = 2.5 * k_gib + 0.08 * (mem.activations + mem.params);
+    mem.other = workspace;
+    for (double* field : {&mem.params, &mem.grads, &mem.optimizer, &mem.activations, &mem.other}) *field /= k_gib;
+    mem.total = mem.params + mem.grads + mem.optimizer + mem.activations + mem.other;
+    mem.capacity = hw.hbm_gib;
+    return mem;
+}
+
+const char* check(const ModelShape& m, const Layout& l, int world, int dp) {
+    if (m.layers <= 0 || m.hidden <= 0 || m.heads <= 0 || m.seq_len <= 0 || m.vocab <= 0) return "model shape incomplete";
+    if (l.tp < 1 || l.pp < 1 || l.cp < 1 || l.ep < 1 || l.etp < 1 || l.vpp < 1 || l.mbs < 1) return "parallel sizes must be >= 1";
+    if (dp < 1 || l.tp * l.pp * l.cp * dp != world) return "tp*pp*cp*dp must equal the number of GPUs";
+    if (m.heads % l.tp != 0) return "heads not divisible by tp";
+    if (m.layers < l.pp * l.vpp) return "layers fewer than pp*vpp";
+    if (l.gbs % (l.mbs * dp) != 0) return "gbs not divisible by mbs*dp";
+    if (m.experts > 0 && m.experts % l.ep != 0) return "experts not divisible by ep";
+    if (m.experts > 0 && (l.ep * l.etp) > world / l.pp) return "ep*etp exceeds the ranks of a stage";
+    if (m.seq_len % (2 * l.cp) != 0 && l.cp > 1) return "seq_len not divisible by 2*cp";
+    return "";
+}
+
+}  // namespace
+
+double total_params(const ModelShape& m) {
+    return m.layers * attention_params(m) + dense_mlp_layers(m) * dense_mlp_params(m) +
+           moe_layers(m) * (m.experts * expert_params(m) + shared_params(m)) + 2.0 * m.hidden * m.vocab;
+}
+
+double flops_per_token(const ModelShape& m) {
+    return 6.0 * active_gemm_params(m) + core_attention_flops_per_seq(m) * m.seq_len * (m.layers + m.mtp_layers);
+}
+
+Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
+    Estimate e;
+    const int world = l.nodes * l.gpus_per_node;
+    const int dp = l.dp > 0 ? l.dp : world / std::max(1, l.tp * l.pp * l.cp);
+    e.problem = check(m, l, world, dp);
+    if (*e.problem != '\0') return e;
+    e.valid = true;
+    const int microbatches = l.gbs / (l.mbs * dp);
+    const double seq = double(m.seq_len) / l.cp;
+    const double tokens_mb = seq * l.mbs;                     // tokens per micro-batch per rank
+    const double tokens_step_gpu = double(l.gbs) * m.seq_len / world;
+
+    // Compute (§1b): GEMMs at a size-dependent efficiency, core attention in BF16 kernels.
+    const double gemm_flops = 6.0 * active_gemm_params(m) * tokens_step_gpu;
+    const double attn_flops = core_attention_flops_per_seq(m) * m.seq_len * (m.layers + m.mtp_layers) * tokens_step_gpu;
+    const double peak = (l.precision == Precision::fp8 ? hw.fp8_tflops : hw.bf16_tflops) * 1e12;
+    const double width = double(m.experts > 0 ? std::max(m.hidden, m.moe_ffn) : m.hidden) / l.tp;
+    double gemm_eff = gemm_efficiency(width, tokens_mb, l, hw);
+    if (m.experts > 0) {
+        // Expert GEMMs see only the tokens routed to them; without grouped GEMM each runs alone.
+        const double expert_tokens = tokens_mb * m.topk * l.ep / m.experts;
+        gemm_eff = 0.5 * gemm_eff + 0.5 * gemm_efficiency(m.moe_ffn / double(l.etp), expert_tokens, l, hw) *
+                                        (l.moe_grouped_gemm ? 0.6 : 0.4);
+    }
+    const double attn_eff = (l.flash_attention ? 0.42 : 0.25) * (tokens_mb / (tokens_mb + 1024.0));
+    double compute = gemm_flops / (peak * gemm_eff) + attn_flops / (hw.bf16_tflops * 1e12 * attn_eff);
+    // Element-wise work (norms, activations, residuals, MoE permutation) is bound by HBM bandwidth.
+    const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.experts > 0 ? 1.0 + 3.0 * m.topk : 1.0);
+    compute += tokens_step_gpu * m.layers * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
+    if (l.recompute == Recompute::full) {
+        const double share = l.recompute_layers > 0 ? std::min(1.0, double(l.recompute_layers) * l.pp / m.layers) : 1.0;
+        compute *= 1.0 + share / 3.0;
+    } else if (l.recompute == Recompute::selective) {
+        compute += attn_flops / (hw.bf16_tflops * 1e12 * attn_eff) / 3.0;
+    }
+
+    // Tensor parallel (§5): four collectives of s·b·h·2 bytes per layer per micro-batch.
+    const double layers_local = double(m.layers) / l.pp;
+    const Link tp_link = link_for(hw, l, l.tp, 1);
+    const double tp_bytes = tokens_mb * m.hidden * 2.0;
+    double tp_comm = 4.0 * layers_local * microbatches * ring_time(tp_bytes, l.tp, tp_link.gbps, tp_link.efficiency);
+    if (l.tp_comm_overlap && l.tp <= l.gpus_per_node) tp_comm *= 0.3;
+
+    // Context parallel: K/V blocks passed c−1 times, mostly hidden behind attention.
+    const double kv_width = m.mla ? m.hidden / 4.0 : double(m.kv_heads) * head_dim(m);
+    const Link cp_link = link_for(hw, l, l.cp, l.tp);
+    const double cp_bytes = 2.0 * tokens_mb * kv_width * 2.0 / std::max(1, l.tp);
+    const double cp_raw = 3.0 * layers_local * microbatches * (l.cp - 1) * cp_bytes / (cp_link.gbps * 1e9 * cp_link.efficiency);
+    const double cp_comm = l.cp > 1 ? std::max(0.15 * cp_raw, cp_raw - 0.5 * attn_flops / (hw.bf16_tflops * 1e12 * attn_eff)) +
+                                          0.10 * compute : 0.0;
+
+    // Expert parallel all-to-all: dispatch and combine, forward and backward, per MoE layer.
+    double ep_comm = 0;
+    if (m.experts > 0 && l.ep > 1) {
+        const Link ep_link = link_for(hw, l, l.ep, l.tp);
+        const double dispatcher = l.dispatcher == Dispatcher::flex ? 1.4 : (l.dispatcher == Dispatcher::allgather ? 0.6 : 1.0);
+        const double bytes = tokens_mb / (l.sequence_parallel ? l.tp : 1) * m.topk * m.hidden * (l.precision == Precision::fp8 ? 1.5 : 2.0);
+        ep_comm = 4.0 * double(moe_layers(m)) / l.pp * microbatches *
+                  ring_time(bytes, l.ep, ep_link.gbps * dispatcher, ep_link.efficiency) * 0.6;
+    }
+
+    // Pipeline bubble (§2) and p2p sends.
+    const double core = compute + tp_comm + cp_comm + ep_comm;
+    const double bubble = l.pp > 1 ? core * double(l.pp - 1) / (double(microbatches) * l.vpp) : 0.0;
+    const Link pp_link = link_for(hw, l, l.pp, l.tp * l.cp * dp);
+    const double p2p = l.pp > 1 ? 2.0 * microbatches * l.vpp * tokens_mb * m.hidden * 2.0 / l.tp /
+                                      (pp_link.gbps * 1e9 * pp_link.efficiency) * 0.3 : 0.0;
+
+    // Data parallel: reduce-scatter of fp32 grads and all-gather of bf16 params; hidden by overlap.
+    const double dense_params = params_per_gpu_dense(m, l);
+    const double expert_local = params_per_gpu_expert(m, l);
+    const Link dp_link = link_for(hw, l, dp * l.cp, l.tp);
+    const int dense_dp = dp * l.cp;
+    const int expert_dp = std::max(1, world / (l.ep * l.etp * l.pp));
+    double dp_raw = 0;
+    const double grad_bytes = l.sharding == Sharding::none ? 2.0 * 4.0 : 4.0;
+    const double gather_bytes = l.sharding == Sharding::fsdp ? 2.0 * 2.0 : (l.sharding == Sharding::none ? 0.0 : 2.0);
+    dp_raw += ring_time(dense_params * (grad_bytes + gather_bytes), dense_dp, dp_link.gbps, dp_link.efficiency);
+    dp_raw += ring_time(expert_local * (grad_bytes + gather_bytes), expert_dp, hw.network_gbps, 0.8);
+    const double hideable = (l.overlap_grad_reduce ? 0.45 : 0.0) + (l.overlap_param_gather ? 0.25 : 0.0);
+    const double dp_comm = std::max(dp_raw * (1.0 - hideable * 1.3), dp_raw - hideable * compute);
+
+    // Launch and CPU overhead per layer per micro-batch; CUDA graphs remove most of it. Optimizer step reads
+    // and writes the fp32 state of the local shard.
+    const double launch = (l.cuda_graphs ? 0.02e-3 : 0.12e-3) * (m.experts > 0 ? 2.0 : 1.0);
+    const double opt_bytes = (dense_params / (l.sharding == Sharding::none ? 1 : dense_dp) +
+                              expert_local / (l.sharding == Sharding::none ? 1 : expert_dp)) * 32.0;
+    const double overhead = launch * layers_local * microbatches + opt_bytes / (hw.hbm_tbps * 1e12 * 0.7) + 0.02 + p2p;
+
+    e.breakdown_s = {compute, tp_comm, bubble, dp_comm, cp_comm, ep_comm, overhead};
+    e.step_time_s = compute + tp_comm + bubble + dp_comm + cp_comm + ep_comm + overhead;
+    e.tokens_per_s_per_gpu = tokens_step_gpu / e.step_time_s;
+    e.tflops_per_gpu = flops_per_token(m) * e.tokens_per_s_per_gpu / 1e12;
+    e.mfu = e.tflops_per_gpu * 1e12 / peak;
+    e.memory_gib = memory(hw, m, l, dp, microbatches);
+    e.fits = e.memory_gib.total <= e.memory_gib.capacity;
+    return e;
+}
+
+}  // namespace attune::sim

@@ -1,0 +1,150 @@
+#include <attune/sim/from_recipe.hpp>
+
+#include <attune/core/error.hpp>
+#include <attune/util/strings.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attune::sim {
+namespace {
+
+int quantity_or(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c, std::string_view name,
+                int fallback) {
+    const auto value = a.quantity(r, name, c);
+    return value ? int(*value) : fallback;
+}
+
+bool flag(const recipe::Document& r, const gate::Adapter& a, std::string_view lever, bool fallback) {
+    const auto value = a.lever_value(r, lever);
+    if (!value || value->is_null()) return fallback;
+    if (const auto b = value->as_bool()) return *b;
+    return fallback;
+}
+
+std::string text(const recipe::Document& r, const gate::Adapter& a, std::string_view lever) {
+    const auto value = a.lever_value(r, lever);
+    return value && !value->is_null() ? util::to_lower(value->to_string()) : std::string();
+}
+
+Recompute parse_recompute(const std::string& value) {
+    if (value.find("full") != std::string::npos || value == "uniform" || value == "block") return Recompute::full;
+    if (value.find("selective") != std::string::npos || value == "true") return Recompute::selective;
+    return Recompute::none;
+}
+
+ModelShape model_of(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c) {
+    ModelShape m;
+    if (const auto* name = r.find("model.pretrained_model_name_or_path"); name && !name->is_null()) {
+        if (auto known = find_model(name->to_string())) m = *known;
+        else throw InputError(fmt::format("{}: model {} is not in the simulator's catalogue; give its shape in the recipe",
+                                          a.name(), name->to_string()));
+    }
+    m.layers = quantity_or(r, a, c, "layers", m.layers), m.hidden = quantity_or(r, a, c, "hidden", m.hidden);
+    m.ffn = quantity_or(r, a, c, "ffn", m.ffn), m.heads = quantity_or(r, a, c, "heads", m.heads);
+    m.kv_heads = quantity_or(r, a, c, "kv_heads", m.kv_heads ? m.kv_heads : m.heads);
+    m.vocab = quantity_or(r, a, c, "vocab", m.vocab), m.experts = quantity_or(r, a, c, "experts", m.experts);
+    m.topk = quantity_or(r, a, c, "topk", m.topk), m.moe_ffn = quantity_or(r, a, c, "moe_ffn", m.moe_ffn);
+    m.seq_len = quantity_or(r, a, c, "seq_len", 4096);
+    if (m.layers <= 0 || m.hidden <= 0 || m.heads <= 0 || m.vocab <= 0)
+        throw InputError(fmt::format("{}: the recipe gives no model shape (layers, hidden, heads, vocab) and names no "
+                                     "catalogued model", a.name()));
+    return m;
+}
+
+}  // namespace
+
+SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c) {
+    SimInputs in;
+    const auto hardware = find_hardware(c.gpu);
+    if (!hardware) throw InputError(fmt::format("cluster {}: unknown GPU {}; expected h100, h200 or b200", c.name, c.gpu));
+    in.hardware = *hardware;
+    if (c.network_gbps_per_gpu) in.hardware.network_gbps = *c.network_gbps_per_gpu / 8.0;
+    in.model = model_of(r, a, c);
+    Layout& l = in.layout;
+    l.nodes = quantity_or(r, a, c, "nodes", c.nodes), l.gpus_per_node = quantity_or(r, a, c, "gpus_per_node", c.gpus_per_node);
+    l.tp = quantity_or(r, a, c, "tp", 1), l.pp = quantity_or(r, a, c, "pp", 1), l.vpp = quantity_or(r, a, c, "vpp", 1);
+    l.cp = quantity_or(r, a, c, "cp", 1), l.ep = quantity_or(r, a, c, "ep", 1), l.etp = quantity_or(r, a, c, "etp", 1);
+    l.mbs = quantity_or(r, a, c, "mbs", 1), l.gbs = quantity_or(r, a, c, "gbs", l.mbs * l.nodes * l.gpus_per_node);
+    l.vpp = std::max(1, l.vpp);
+    l.sequence_parallel = flag(r, a, "sequence_parallel", false);
+    const bool fsdp = flag(r, a, "fsdp", false) || !text(r, a, "fsdp").empty() && text(r, a, "fsdp") != "false";
+    l.sharding = fsdp ? Sharding::fsdp
+                      : (flag(r, a, "distributed_optimizer", true) ? Sharding::distributed_optimizer : Sharding::none);
+    l.recompute = parse_recompute(text(r, a, "recompute"));
+    l.offload_activations = flag(r, a, "activation_offload", false);
+    l.overlap_grad_reduce = flag(r, a, "overlap_grad_reduce", a.name() != "nemo");
+    l.overlap_param_gather = flag(r, a, "overlap_param_gather", a.name() != "nemo");
+    l.tp_comm_overlap = flag(r, a, "tp_comm_overlap", false);
+    l.fusions = flag(r, a, "fusions", a.name() == "nemo");
+    l.flash_attention = flag(r, a, "flash_attention", true);
+    l.cuda_graphs = flag(r, a, "cuda_graphs", false);
+    l.moe_grouped_gemm = flag(r, a, "moe_grouped_gemm", true);
+    const std::string dispatcher = text(r, a, "moe_dispatcher");
+    l.dispatcher = dispatcher.find("flex") != std::string::npos || dispatcher.find("deepep") != std::string::npos
+                       ? Dispatcher::flex
+                       : (dispatcher.find("allgather") != std::string::npos ? Dispatcher::allgather : Dispatcher::alltoall);
+    const std::string fp8 = text(r, a, "fp8");
+    l.precision = !fp8.empty() && fp8 != "false" && fp8 != "none" ? Precision::fp8 : Precision::bf16;
+    if (const auto lr = a.lever_value(r, "learning_rate"); lr && lr->as_number()) in.objective.lr = *lr->as_number();
+    if (const auto dropout = a.lever_value(r, "dropout"); dropout && dropout->as_number())
+        in.objective.dropout = *dropout->as_number();
+    in.dialect = a.name() == "nemo" ? Dialect::megatron : Dialect::automodel;
+    return in;
+}
+
+namespace {
+
+std::vector<int> ints(const gate::Adapter& a, std::string_view lever) {
+    std::vector<int> out;
+    for (const auto& value : a.lever_domain(lever))
+        if (const auto n = value.as_number(); n && *n >= 1) out.push_back(int(*n));
+    return out;
+}
+
+std::vector<bool> bools(const gate::Adapter& a, std::string_view lever) {
+    std::vector<bool> out;
+    for (const auto& value : a.lever_domain(lever))
+        if (const auto b = value.as_bool()) out.push_back(*b);
+    return out;
+}
+
+}  // namespace
+
+LeverSpace lever_space(const gate::Adapter& a) {
+    LeverSpace s;
+    s.tp = ints(a, "tp"), s.pp = ints(a, "pp"), s.vpp = ints(a, "vpp"), s.cp = ints(a, "cp"), s.ep = ints(a, "ep");
+    s.mbs = ints(a, "micro_batch_size");
+    for (const auto& value : a.lever_domain("recompute")) {
+        const Recompute r = value.is_null() ? Recompute::none : parse_recompute(util::to_lower(value.to_string()));
+        if (std::find(s.recompute.begin(), s.recompute.end(), r) == s.recompute.end()) s.recompute.push_back(r);
+    }
+    s.cuda_graphs = bools(a, "cuda_graphs"), s.tp_comm_overlap = bools(a, "tp_comm_overlap");
+    s.overlap_grad_reduce = bools(a, "overlap_grad_reduce"), s.overlap_param_gather = bools(a, "overlap_param_gather");
+    return s;
+}
+
+std::vector<std::pair<std::string, std::string>> layout_edits(const gate::Adapter& a, const Layout& base, const Layout& best) {
+    std::vector<std::pair<std::string, std::string>> edits;
+    const auto add = [&](std::string_view lever, bool changed, const std::string& value) {
+        if (!changed) return;
+        if (const auto path = a.lever_path(lever)) edits.emplace_back(*path, value);
+    };
+    add("tp", base.tp != best.tp, std::to_string(best.tp));
+    add("pp", base.pp != best.pp, std::to_string(best.pp));
+    add("vpp", base.vpp != best.vpp, std::to_string(best.vpp));
+    add("cp", base.cp != best.cp, std::to_string(best.cp));
+    add("ep", base.ep != best.ep, std::to_string(best.ep));
+    add("micro_batch_size", base.mbs != best.mbs, std::to_string(best.mbs));
+    constexpr const char* k_recompute[] = {"null", "selective", "full"};
+    add("recompute", base.recompute != best.recompute, k_recompute[int(best.recompute)]);
+    const auto b = [](bool v) { return std::string(v ? "true" : "false"); };
+    add("cuda_graphs", base.cuda_graphs != best.cuda_graphs, b(best.cuda_graphs));
+    add("tp_comm_overlap", base.tp_comm_overlap != best.tp_comm_overlap, b(best.tp_comm_overlap));
+    add("overlap_grad_reduce", base.overlap_grad_reduce != best.overlap_grad_reduce, b(best.overlap_grad_reduce));
+    add("overlap_param_gather", base.overlap_param_gather != best.overlap_param_gather, b(best.overlap_param_gather));
+    return edits;
+}
+
+}  // namespace attune::sim

@@ -1,0 +1,59 @@
+#include <attune/sim/oracle.hpp>
+
+#include <functional>
+
+namespace attune::sim {
+namespace {
+
+// Visits every value of `values` (or only the current one when empty), then continues with `next`.
+template <typename T, typename Field>
+void each(const std::vector<T>& values, Layout& layout, Field field, const std::function<void()>& next) {
+    if (values.empty()) return next();
+    const auto saved = layout.*field;
+    for (const T& value : values) {
+        layout.*field = value;
+        next();
+    }
+    layout.*field = saved;
+}
+
+}  // namespace
+
+OracleResult run_oracle(const World& world, const Hardware& hw, const ModelShape& model, const Layout& base,
+                        const LeverSpace& space) {
+    OracleResult result;
+    const Estimate baseline = world.measure(hw, model, base, 0, 0, false);
+    if (baseline.valid && baseline.fits) result.baseline_tokens_per_s_per_gpu = baseline.tokens_per_s_per_gpu;
+    result.best = base;
+    result.best_tokens_per_s_per_gpu = result.baseline_tokens_per_s_per_gpu;
+    Layout l = base;
+    l.dp = 0;   // derived from the world shape for each candidate
+    const std::function<void()> evaluate = [&] {
+        ++result.evaluated;
+        l.sequence_parallel = l.tp > 1 && base.sequence_parallel;
+        const Estimate e = world.measure(hw, model, l, 0, 0, false);
+        if (!e.valid || !e.fits) return;
+        ++result.feasible;
+        if (e.tokens_per_s_per_gpu > result.best_tokens_per_s_per_gpu) {
+            result.best_tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
+            result.best = l;
+        }
+    };
+    // Nested in order of the levers; the innermost visits evaluate.
+    const std::function<void()> l12 = [&] { each(space.overlap_param_gather, l, &Layout::overlap_param_gather, evaluate); };
+    const std::function<void()> l11 = [&] { each(space.overlap_grad_reduce, l, &Layout::overlap_grad_reduce, l12); };
+    const std::function<void()> l10 = [&] { each(space.tp_comm_overlap, l, &Layout::tp_comm_overlap, l11); };
+    const std::function<void()> l9 = [&] { each(space.cuda_graphs, l, &Layout::cuda_graphs, l10); };
+    const std::function<void()> l8 = [&] { each(space.dispatcher, l, &Layout::dispatcher, l9); };
+    const std::function<void()> l7 = [&] { each(space.precision, l, &Layout::precision, l8); };
+    const std::function<void()> l6 = [&] { each(space.recompute, l, &Layout::recompute, l7); };
+    const std::function<void()> l5 = [&] { each(space.mbs, l, &Layout::mbs, l6); };
+    const std::function<void()> l4 = [&] { each(space.ep, l, &Layout::ep, l5); };
+    const std::function<void()> l3 = [&] { each(space.cp, l, &Layout::cp, l4); };
+    const std::function<void()> l2 = [&] { each(space.vpp, l, &Layout::vpp, l3); };
+    const std::function<void()> l1 = [&] { each(space.pp, l, &Layout::pp, l2); };
+    each(space.tp, l, &Layout::tp, l1);
+    return result;
+}
+
+}  // namespace attune::sim

@@ -1,0 +1,70 @@
+#include <attune/sim/world.hpp>
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <sstream>
+
+namespace attune::sim {
+namespace {
+
+struct Case {
+    Hardware hw = *find_hardware("h100");
+    ModelShape model = [] {
+        auto m = *find_model("llama3_8b");
+        m.seq_len = 8192;
+        return m;
+    }();
+    Layout layout = [] {
+        Layout l;
+        l.tp = 2, l.gbs = 64, l.sequence_parallel = true;
+        return l;
+    }();
+};
+
+TEST(SimWorld, SameSeedGivesTheSameMeasurementAndNoiseStaysSmall) {
+    const Case c;
+    const World a{7}, b{7};
+    const auto x = a.measure(c.hw, c.model, c.layout, 1, 5);
+    EXPECT_DOUBLE_EQ(x.step_time_s, b.measure(c.hw, c.model, c.layout, 1, 5).step_time_s);
+    const auto quiet = a.measure(c.hw, c.model, c.layout, 1, 5, false);
+    EXPECT_NEAR(x.step_time_s / quiet.step_time_s, 1.0, 0.031);
+}
+
+TEST(SimWorld, WorldsDifferFromTheNominalModel) {
+    const Case c;
+    const double nominal = estimate(c.hw, c.model, c.layout).step_time_s;
+    EXPECT_NE(World{1}.measure(c.hw, c.model, c.layout, 0, 0, false).step_time_s, nominal);
+}
+
+TEST(SimTrain, PrintsMegatronIterationLinesAndSucceeds) {
+    Case c;
+    std::ostringstream out;
+    TrainRun run;
+    run.steps = 3;
+    EXPECT_EQ(train(World{}, c.hw, c.model, c.layout, Objective{}, run, out), 0);
+    const std::regex line{R"( \[[-0-9: ]+\] iteration +3/ +3 \| consumed samples: +192 \| elapsed time per iteration \(ms\): [0-9.]+ \| throughput per GPU \(TFLOP/s/GPU\): [0-9.]+ \| learning rate: [0-9.E+-]+ \| global batch size: +64 \| lm loss: [0-9.E+-]+ \|)"};
+    EXPECT_TRUE(std::regex_search(out.str(), line)) << out.str();
+}
+
+TEST(SimTrain, ARecipeThatDoesNotFitPrintsPyTorchsOomAndFails) {
+    Case c;
+    c.layout.tp = 1, c.layout.mbs = 8, c.layout.gbs = 64, c.layout.sequence_parallel = false;
+    c.layout.sharding = Sharding::none;
+    std::ostringstream out;
+    EXPECT_EQ(train(World{}, c.hw, c.model, c.layout, Objective{}, TrainRun{}, out), 1);
+    EXPECT_NE(out.str().find("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate"), std::string::npos);
+}
+
+TEST(SimTrain, SameObjectiveSameLossesAndALearningRateChangeShows) {
+    const Case c;
+    const Objective base;
+    Objective hot = base;
+    hot.lr = 3e-3;
+    const double tokens = 5e8;
+    EXPECT_NEAR(loss_at(c.model, c.layout, base, tokens, 0.3), loss_at(c.model, c.layout, base, tokens, 0.7), 0.02);
+    EXPECT_GT(loss_at(c.model, c.layout, hot, tokens, 0.5) - loss_at(c.model, c.layout, base, tokens, 0.5), 0.05);
+}
+
+}  // namespace
+}  // namespace attune::sim
