@@ -69,7 +69,7 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     l.mbs = quantity_or(r, a, c, "mbs", 1), l.gbs = quantity_or(r, a, c, "gbs", l.mbs * l.nodes * l.gpus_per_node);
     l.vpp = std::max(1, l.vpp);
     l.sequence_parallel = flag(r, a, "sequence_parallel", false);
-    const bool fsdp = flag(r, a, "fsdp", false) || !text(r, a, "fsdp").empty() && text(r, a, "fsdp") != "false";
+    const bool fsdp = flag(r, a, "fsdp", false) || (!text(r, a, "fsdp").empty() && text(r, a, "fsdp") != "false");
     l.sharding = fsdp ? Sharding::fsdp
                       : (flag(r, a, "distributed_optimizer", true) ? Sharding::distributed_optimizer : Sharding::none);
     l.recompute = parse_recompute(text(r, a, "recompute"));
