@@ -61,7 +61,7 @@ int execute_train(const SimOptions& options) {
     const auto in = load_inputs(options);
     sim::TrainRun run;
     run.steps = options.steps, run.time_scale = options.time_scale, run.dialect = in.dialect;
-    return sim::train(sim::World{options.world_seed}, in.hardware, in.model, in.layout, in.objective, run, std::cout);
+    return sim::train(sim::World{options.world_seed}, in.hardware, in.model, in.layout, in.objective, run, std::cout).exit_code;
 }
 
 int execute_oracle(const SimOptions& options) {

@@ -4,7 +4,7 @@
 #include <attune/util/hash.hpp>
 #include <attune/util/strings.hpp>
 
-#include "rules_file.hpp"
+#include <attune/gate/rules_file.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include <attune/gate/policy.hpp>
 
-#include "rules_file.hpp"
+#include <attune/gate/rules_file.hpp>
 
 #include <algorithm>
 

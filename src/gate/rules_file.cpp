@@ -1,4 +1,4 @@
-#include "rules_file.hpp"
+#include <attune/gate/rules_file.hpp>
 
 #include <attune/util/files.hpp>
 #include <attune/util/strings.hpp>

@@ -38,6 +38,8 @@ double World::uniform(std::uint64_t a, std::uint64_t b, std::uint64_t salt) cons
     return to_unit(splitmix(m_seed ^ splitmix(a ^ splitmix(b ^ splitmix(salt)))));
 }
 
+constexpr double k_run_jitter = 0.004;
+
 Estimate World::measure(const Hardware& hw, const ModelShape& model, const Layout& layout, std::uint64_t run,
                         std::uint64_t step, bool noisy) const {
     Estimate e = estimate(hw, model, layout);
@@ -48,7 +50,10 @@ Estimate World::measure(const Hardware& hw, const ModelShape& model, const Layou
     for (double* comm : {&b.tp_comm, &b.dp_comm, &b.cp_comm, &b.ep_comm}) *comm /= m_collective;
     // Stragglers hurt more the more nodes must wait for one another.
     const double straggle = 1.0 + (m_straggler - 1.0) * std::log2(1.0 + layout.nodes) / 4.0;
-    const double noise = noisy ? 1.0 + m_noise * (2.0 * uniform(run, step, 7) - 1.0) : 1.0;
+    // Per step jitter, plus a small per-run offset (node placement, clocks) that repeats can see.
+    const double noise = noisy ? (1.0 + m_noise * (2.0 * uniform(run, step, 7) - 1.0)) *
+                                     (1.0 + k_run_jitter * (2.0 * uniform(run, 0, 17) - 1.0))
+                               : 1.0;
     const double sum = b.compute + b.tp_comm + b.pp_bubble + b.dp_comm + b.cp_comm + b.ep_comm + b.overhead;
     e.step_time_s = sum * straggle * noise;
     const double scale = e.step_time_s > 0 ? estimate(hw, model, layout).step_time_s / e.step_time_s : 1.0;
@@ -119,6 +124,14 @@ void megatron_line(int step, int steps, const Layout& l, const Estimate& e, doub
                        0.9 + 0.2 / std::sqrt(double(step)));
 }
 
+/// Megatron's report after the first iteration: what the allocator saw, in MB.
+void memory_report(const Estimate& e, std::ostream& out) {
+    const double allocated_mib = 1024 * std::min(e.memory_gib.total, e.memory_gib.capacity);
+    out << fmt::format("[Rank 0] (after 1 iterations) memory (MB) | allocated: {:.1f} | max allocated: {:.1f} | "
+                       "reserved: {:.1f} | max reserved: {:.1f}\n",
+                       0.6 * allocated_mib, allocated_mib, 1.04 * allocated_mib, 1.04 * allocated_mib);
+}
+
 void automodel_line(int step, const Layout& l, const ModelShape& m, const Estimate& e, double lr, double loss,
                     std::ostream& out) {
     const double tps = e.tokens_per_s_per_gpu * l.nodes * l.gpus_per_node;
@@ -130,23 +143,30 @@ void automodel_line(int step, const Layout& l, const ModelShape& m, const Estima
 
 }  // namespace
 
-int train(const World& world, const Hardware& hw, const ModelShape& model, const Layout& layout,
-          const Objective& objective, const TrainRun& run, std::ostream& out) {
+TrainResult train(const World& world, const Hardware& hw, const ModelShape& model, const Layout& layout,
+                  const Objective& objective, const TrainRun& run, std::ostream& out) {
+    TrainResult result{.exit_code = 1, .steps_done = 0, .elapsed_s = run.startup_s};
     const Estimate first = world.measure(hw, model, layout, run.run_id, 0);
     if (!first.valid) {
         out << "AssertionError: " << first.problem << "\n";
-        return 1;
+        return result;
     }
     if (!first.fits) {
         oom(first, out);
-        return 1;
+        return result;
     }
     for (int step = 1; step <= run.steps; ++step) {
         const Estimate e = world.measure(hw, model, layout, run.run_id, std::uint64_t(step));
+        if (run.time_limit_s > 0 && result.elapsed_s + e.step_time_s > run.time_limit_s) {
+            result.elapsed_s = run.time_limit_s;
+            out << "slurmstepd: error: *** STEP 4242.0 ON sim-node-1 CANCELLED AT 2025-03-11T18:00:00 DUE TO TIME LIMIT ***\n";
+            return result;
+        }
+        result.elapsed_s += e.step_time_s;
         if (const Fault fault = world.fault(run.run_id, std::uint64_t(step)); fault != Fault::none) {
             if (fault == Fault::nccl_timeout) watchdog(std::uint64_t(step) * 97, out);
             else out << "srun: error: node failure on a compute node; job step aborted\n";
-            return 1;
+            return result;
         }
         if (run.time_scale > 0) std::this_thread::sleep_for(std::chrono::duration<double>(e.step_time_s * run.time_scale));
         const double lr = objective.lr * std::min(1.0, double(step) / std::max(1, objective.warmup_steps));
@@ -155,8 +175,11 @@ int train(const World& world, const Hardware& hw, const ModelShape& model, const
                                     to_unit(splitmix(run.run_id * 1000003ULL + std::uint64_t(step))));
         if (run.dialect == Dialect::megatron) megatron_line(step, run.steps, layout, e, lr, loss, out);
         else automodel_line(step, layout, model, e, lr, loss, out);
+        if (step == 1 && run.dialect == Dialect::megatron) memory_report(e, out);
+        result.steps_done = step;
     }
-    return 0;
+    result.exit_code = 0;
+    return result;
 }
 
 }  // namespace attune::sim

@@ -64,6 +64,8 @@ public:
     [[nodiscard]] const std::string& source() const { return m_source; }
     [[nodiscard]] const std::vector<std::string>& env_sections() const { return m_env_sections; }
     [[nodiscard]] const std::vector<KeyRule>& key_rules() const { return m_keys; }
+    /// The rules for environment variables (their patterns are variable names).
+    [[nodiscard]] const std::vector<KeyRule>& env_rules() const { return m_env; }
 
     /// How well the recipe matches this family: nullopt when it does not, else a score.
     [[nodiscard]] std::optional<int> detect(const recipe::Document& recipe) const;

@@ -50,15 +50,24 @@ struct TrainRun {
     std::uint64_t run_id = 0;         ///< distinguishes runs of the same configuration (noise, faults)
     double time_scale = 0;            ///< seconds slept per simulated second; 0 never sleeps
     Dialect dialect = Dialect::megatron;
+    double startup_s = 0;             ///< simulated job start-up (container, NCCL init, model build)
+    double time_limit_s = 0;          ///< the job is killed, as Slurm would, past this; 0 means none
+};
+
+/// How a simulated run ended, in simulated time.
+struct TrainResult {
+    int exit_code = 0;                ///< 0, or 1 after an OOM, a fault or the time limit
+    int steps_done = 0;
+    double elapsed_s = 0;             ///< start-up plus the steps run
 };
 
 /// Loss after `tokens` tokens: a deterministic function of the objective plus small seeded noise.
 double loss_at(const ModelShape& model, const Layout& layout, const Objective& objective, double tokens,
                double noise_draw);
 
-/// Runs `layout` in `world`, printing the framework's log lines to `out`. Returns the process exit
-/// code: 0, or 1 after an OOM traceback or an NCCL watchdog timeout.
-int train(const World& world, const Hardware& hw, const ModelShape& model, const Layout& layout,
+/// Runs `layout` in `world`, printing the framework's log lines to `out` (a Megatron-style memory
+/// report after the first step), and what the run cost in simulated time.
+TrainResult train(const World& world, const Hardware& hw, const ModelShape& model, const Layout& layout,
           const Objective& objective, const TrainRun& run, std::ostream& out);
 
 }  // namespace attune::sim

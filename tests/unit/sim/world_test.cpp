@@ -42,7 +42,7 @@ TEST(SimTrain, PrintsMegatronIterationLinesAndSucceeds) {
     std::ostringstream out;
     TrainRun run;
     run.steps = 3;
-    EXPECT_EQ(train(World{}, c.hw, c.model, c.layout, Objective{}, run, out), 0);
+    EXPECT_EQ(train(World{}, c.hw, c.model, c.layout, Objective{}, run, out).exit_code, 0);
     const std::regex line{R"( \[[-0-9: ]+\] iteration +3/ +3 \| consumed samples: +192 \| elapsed time per iteration \(ms\): [0-9.]+ \| throughput per GPU \(TFLOP/s/GPU\): [0-9.]+ \| learning rate: [0-9.E+-]+ \| global batch size: +64 \| lm loss: [0-9.E+-]+ \|)"};
     EXPECT_TRUE(std::regex_search(out.str(), line)) << out.str();
 }
@@ -52,7 +52,7 @@ TEST(SimTrain, ARecipeThatDoesNotFitPrintsPyTorchsOomAndFails) {
     c.layout.tp = 1, c.layout.mbs = 8, c.layout.gbs = 64, c.layout.sequence_parallel = false;
     c.layout.sharding = Sharding::none;
     std::ostringstream out;
-    EXPECT_EQ(train(World{}, c.hw, c.model, c.layout, Objective{}, TrainRun{}, out), 1);
+    EXPECT_EQ(train(World{}, c.hw, c.model, c.layout, Objective{}, TrainRun{}, out).exit_code, 1);
     EXPECT_NE(out.str().find("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate"), std::string::npos);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// Reading gate data files (adapters, invariants, policies) with yaml-cpp: private to src/gate/.
+// Reading attune data files (gate adapters, invariants, policies, search rules) with yaml-cpp.
 
 #include <attune/core/error.hpp>
 

@@ -1,0 +1,61 @@
+#pragma once
+// Backends run gated trials: sim (in-process world), local (a child process), slurm (sbatch).
+// A campaign submits, journals the job id, then waits; after a crash it re-attaches by job id.
+
+#include <attune/cluster/cluster.hpp>
+#include <attune/gate/gated_trial.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attune::launch {
+
+/// How one attempt of a trial is run.
+struct TrialPlan {
+    int trial = 0;
+    int attempt = 1;
+    int steps = 0;                       ///< optimisation steps to run
+    double time_limit_s = 0;             ///< the job is killed past this (its worst-case cost)
+    std::filesystem::path dir;           ///< trials/<n>/: logs and the backend's own files go here
+    std::filesystem::path recipe_file;   ///< the trial recipe as the framework reads it
+    std::uint64_t run_id = 0;            ///< distinguishes repeated runs of one configuration
+};
+
+/// A submitted job, as the journal records it.
+struct Submission {
+    std::string job_id;
+};
+
+/// What an attempt cost and where its output is. The status of the run is read from the logs by
+/// diagnose, not decided here; `state` is the scheduler's word for how the job ended.
+struct Outcome {
+    std::vector<std::filesystem::path> logs;
+    int exit_code = 0;
+    std::string state;                   ///< COMPLETED, FAILED, TIMEOUT, NODE_FAIL, ... (Slurm words)
+    double elapsed_s = 0;
+    int gpus = 0;
+    double gpu_seconds = 0;              ///< what the ledger charges
+    std::string charged_from;            ///< "simulated clock", "sacct", "observed start/end"
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    [[nodiscard]] virtual std::string name() const = 0;
+    virtual Submission submit(const gate::GatedTrial& trial, const TrialPlan& plan) = 0;
+    /// Blocks until the job ends. Also used to re-attach to a job submitted before a crash.
+    virtual Outcome wait(const gate::GatedTrial& trial, const TrialPlan& plan, const Submission& job) = 0;
+    virtual void cancel(const Submission& job) = 0;
+};
+
+/// Simulated job start-up charged to every trial (container, NCCL init, model build), seconds.
+inline constexpr double k_sim_startup_s = 150;
+
+/// The embedded simulated cluster: trials run in-process in a seeded world the estimator does not
+/// see; time is simulated, so a campaign of hundreds of GPU-hours takes seconds.
+std::unique_ptr<Backend> make_sim_backend(const cluster::Cluster& cluster, std::uint64_t world_seed);
+
+}  // namespace attune::launch

@@ -1,0 +1,100 @@
+#pragma once
+// One interface for every search strategy (rules, llm, random, bayes, grid), so that benches are
+// fair: each sees the same campaign state and is judged by the same gate and ledger.
+
+#include <attune/cluster/cluster.hpp>
+#include <attune/gate/adapter.hpp>
+#include <attune/recipe/document.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace attune::policy {
+
+/// A configuration as edits to the original recipe: key path -> value, in key order.
+using Edits = std::map<std::string, recipe::Value>;
+
+/// What the nominal estimator (the preflight) predicts for a configuration.
+struct Preflight {
+    bool estimated = false;      ///< false: the estimator cannot model this recipe (`problem` says why)
+    bool valid = false;          ///< false: the layout is inconsistent (`problem` says why)
+    std::string problem;
+    bool fits = false;
+    double memory_gib = 0;
+    double capacity_gib = 0;
+    double step_time_s = 0;
+    double tokens_per_s_per_gpu = 0;
+};
+
+/// What a trial's logs said, as a user would read them.
+struct Measurement {
+    std::string status;                      ///< diagnose's status name: ok, oom, nccl-timeout, ...
+    std::optional<double> tokens_per_s_per_gpu, tflops_per_gpu, mfu, step_time_s, noise, peak_memory_gib;
+    std::string bottleneck;                  ///< diagnose's bottleneck name, "unknown" when none
+    std::string explanation;
+    std::map<std::string, double> facts;     ///< the facts the diagnosis rules read
+};
+
+/// One trial as the policy sees the history.
+struct TrialView {
+    int n = 0;
+    std::string kind;                        ///< baseline | candidate | confirm
+    std::string lever;
+    std::string move;                        ///< the policy's own name for the move it made
+    Edits edits;                             ///< the whole configuration, against the original
+    int incumbent = -1;                      ///< the incumbent it was proposed against
+    std::string outcome;                     ///< refused | predicted-oom | infeasible | a status | pending
+    std::optional<Preflight> preflight;
+    std::optional<Measurement> measured;
+    bool accepted = false;
+};
+
+/// Everything a policy may read. Never the simulated world's hidden factors.
+struct CampaignState {
+    const recipe::Document* original = nullptr;
+    const gate::Adapter* adapter = nullptr;
+    const cluster::Cluster* cluster = nullptr;
+    int incumbent = 0;
+    Edits incumbent_edits;
+    const Measurement* incumbent_measured = nullptr;
+    std::vector<TrialView> history;
+    double budget_left_gpu_s = 0;
+    double trial_cost_gpu_s = 0;             ///< the preflight's estimate of the next trial's cost
+    std::function<Preflight(const Edits&)> estimate;
+};
+
+/// One change to the incumbent: its edits (on top of the incumbent's), why, and what it answers.
+struct Proposal {
+    std::string lever;
+    std::string move;
+    Edits edits;
+    std::string rationale;
+    std::string answers;                     ///< the diagnosis it responds to
+};
+
+struct Stop {
+    std::string reason;
+};
+
+using Decision = std::variant<Proposal, Stop>;
+
+class Policy {
+public:
+    virtual ~Policy() = default;
+    [[nodiscard]] virtual std::string name() const = 0;
+    virtual Decision propose(const CampaignState& state) = 0;
+};
+
+/// The configuration `edits` applied on top of `base`.
+Edits merged(Edits base, const Edits& edits);
+
+/// Edits as JSON (`{key: value}`) and back, for the journal.
+nlohmann::json edits_to_json(const Edits& edits);
+Edits edits_from_json(const nlohmann::json& json);
+
+}  // namespace attune::policy

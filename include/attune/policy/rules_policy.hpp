@@ -1,0 +1,24 @@
+#pragma once
+
+#include <attune/policy/policy.hpp>
+#include <attune/policy/search_rules.hpp>
+
+namespace attune::policy {
+
+/// The default policy: the skill set's search rules, interpreted (skills/rules/search.yaml).
+/// Among the applicable moves of the first phase that has any, it proposes the one the nominal
+/// estimator ranks fastest, skipping moves predicted not to fit, configurations already tried
+/// and moves needing more memory than a layout that ran out of memory from the same incumbent.
+std::unique_ptr<Policy> make_rules_policy(const SearchRules& rules);
+
+/// The facts guards read for a configuration: the adapter's quantities of `recipe`, the latest
+/// diagnosis facts (memory_headroom_gib, is_<bottleneck>, status_<status>, ...) and `extra`.
+gate::Expression::Lookup facts_lookup(const recipe::Document& recipe, const gate::Adapter& adapter,
+                                      const cluster::Cluster& cluster, const Measurement* measured,
+                                      const std::map<std::string, double>& extra);
+
+/// The flags a measurement contributes as facts: status_<status> and is_<bottleneck>, plus its
+/// diagnosis facts and memory_headroom_gib.
+std::map<std::string, double> measurement_facts(const Measurement& measured);
+
+}  // namespace attune::policy

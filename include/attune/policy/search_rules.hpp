@@ -1,0 +1,70 @@
+#pragma once
+// skills/rules/search.yaml as data: the moves of the rules policy, and the acceptance, failure
+// and stop rules every campaign applies (skills/README.md describes the conventions).
+
+#include <attune/gate/expression.hpp>
+#include <attune/recipe/value.hpp>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attune::policy {
+
+/// One single-lever move: set a value, or step to the next/previous one in the lever's domain.
+struct Move {
+    std::string id;                          ///< `phase/index`, stable while the file is
+    std::string lever;
+    std::vector<std::string> keys;           ///< the first of these the framework has; empty: the lever's first key
+    std::optional<recipe::Value> set;
+    int step = 0;                            ///< +1 up, -1 down, 0 with `set`
+    std::optional<gate::Expression> guard;
+    std::vector<std::pair<std::string, recipe::Value>> with;
+    std::vector<std::pair<std::string, gate::Expression>> adjust;
+    std::vector<std::pair<std::string, recipe::Value>> requires_values;
+    std::string why;
+};
+
+struct Phase {
+    std::string name;
+    std::optional<gate::Expression> when;
+    std::string why;
+    std::vector<Move> moves;
+};
+
+/// What to do with a candidate that did not finish ok.
+struct FailureRule {
+    gate::Expression when;
+    std::string action;                      ///< retry_once | revert | shorten_trial
+    std::string then;
+    std::string mark;                        ///< infeasible | infeasible_and_larger | empty
+    std::string why;
+};
+
+struct StopRule {
+    gate::Expression when;
+    std::string why;
+};
+
+struct Acceptance {
+    gate::Expression min_gain;               ///< relative gain a candidate must beat (reads `noise`)
+    gate::Expression confirm_best;           ///< when the final best is run again
+};
+
+struct SearchRules {
+    Acceptance acceptance;
+    std::vector<FailureRule> on_failure;
+    std::vector<Phase> phases;
+    std::vector<StopRule> stop;
+    std::string source;
+
+    /// Reads a search rules file; throws InputError with `file:line: what was expected`.
+    static SearchRules load(const std::filesystem::path& path);
+};
+
+/// <data_dir>/skills/rules/search.yaml, loaded once.
+const SearchRules& default_search_rules();
+
+}  // namespace attune::policy

@@ -1,0 +1,422 @@
+#include <attune/campaign/campaign.hpp>
+#include <attune/campaign/trial_io.hpp>
+#include <attune/core/error.hpp>
+#include <attune/gate/gated_trial.hpp>
+#include <attune/policy/rules_policy.hpp>
+#include <attune/util/files.hpp>
+#include <attune/util/hash.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attune::campaign {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr double k_startup_allowance_s = 300;   // a time limit must cover start-up, which the estimate omits
+constexpr double k_time_limit_margin = 1.5;     // and a world up to 50% slower than the nominal estimate
+constexpr double k_unestimated_time_limit_s = 3600;
+constexpr int k_max_proposals_without_launch = 50;
+
+std::vector<recipe::Edit> edit_list(const policy::Edits& edits) {
+    std::vector<recipe::Edit> out;
+    for (const auto& [path, value] : edits) out.push_back({path, value, false});
+    return out;
+}
+
+std::uint64_t run_id(std::uint64_t seed, int trial, int attempt) {
+    std::uint64_t x = seed * 0x9E3779B97F4A7C15ULL + std::uint64_t(trial) * 1000003ULL + std::uint64_t(attempt);
+    x ^= x >> 31;
+    return x * 0xBF58476D1CE4E5B9ULL;
+}
+
+/// Relative mean departure of the candidate's losses from the reference over the first steps.
+std::optional<double> loss_departure(const std::vector<double>& reference, const std::vector<double>& losses, int steps) {
+    const std::size_t n = std::min({reference.size(), losses.size(), std::size_t(std::max(steps, 1))});
+    if (n == 0) return std::nullopt;
+    double sum = 0;
+    for (std::size_t i = 0; i < n; ++i) sum += std::fabs(losses[i] - reference[i]) / std::max(std::fabs(reference[i]), 1e-9);
+    return sum / double(n);
+}
+
+class Loop {
+public:
+    Loop(const Context& context, Journal& journal, policy::Policy& policy, launch::Backend& backend,
+         const Progress& progress, const std::atomic<bool>& interrupted)
+        : m_ctx(context), m_journal(journal), m_policy(policy), m_backend(backend), m_progress(progress),
+          m_interrupted(interrupted) {}
+
+    CampaignRecord run() {
+        for (;;) {
+            CampaignRecord record = fold(m_journal.events());
+            if (record.end || m_interrupted.load()) return record;
+            if (TrialRecord* open = open_trial(record)) advance(record, *open);
+            else next(record);
+        }
+    }
+
+private:
+    static TrialRecord* open_trial(CampaignRecord& record) {
+        return !record.trials.empty() && record.trials.back().open() ? &record.trials.back() : nullptr;
+    }
+
+    // ------------------------------------------------------------------ deciding what comes next
+    void next(const CampaignRecord& record) {
+        if (record.trials.empty()) return propose(record, "baseline", policy::Proposal{"", "baseline", {}, "the recipe as given", ""});
+        const TrialRecord& last = record.trials.back();
+        if (last.view.kind == "confirm") return end(record, last.answers);
+        if (last.view.outcome == "over-budget") return finish(record, "the next trial's worst case does not fit in the budget left");
+        if (proposals_without_launch(record) >= k_max_proposals_without_launch)
+            return finish(record, fmt::format("{} proposals in a row were refused or predicted to fail", k_max_proposals_without_launch));
+        const auto state = state_of(record);
+        auto decision = m_policy.propose(state);
+        if (auto* stop = std::get_if<policy::Stop>(&decision)) return finish(record, stop->reason);
+        propose(record, "candidate", std::get<policy::Proposal>(decision));
+    }
+
+    static int proposals_without_launch(const CampaignRecord& record) {
+        int count = 0;
+        for (auto it = record.trials.rbegin(); it != record.trials.rend() && !it->view.measured; ++it) ++count;
+        return count;
+    }
+
+    /// The policy stopped (or the budget did): confirm the best once when affordable, then end.
+    void finish(const CampaignRecord& record, const std::string& reason) {
+        if (record.incumbent != 0 && confirm_affordable(record)) {
+            const TrialRecord& best = record.best();
+            // The stop reason rides in `answers` so that the campaign-end event can give it.
+            policy::Proposal confirm{best.view.lever, "confirm", best.view.edits,
+                                     "repeating the best once to confirm it", reason};
+            return propose(record, "confirm", confirm, /*absolute=*/true);
+        }
+        end(record, reason);
+    }
+
+    bool confirm_affordable(const CampaignRecord& record) const {
+        const double cost = trial_cost(record.best().view.edits);
+        const std::map<std::string, double> facts{{"budget_left_gpuh", record.left_gpu_s() / 3600},
+                                                  {"trial_cost_gpuh", cost / 3600}};
+        const auto holds = m_ctx.search->acceptance.confirm_best.evaluate([&](const std::string& name) -> std::optional<double> {
+            const auto it = facts.find(name);
+            return it == facts.end() ? std::nullopt : std::optional{it->second};
+        });
+        return holds && *holds != 0 && worst_case(record.best().view.edits) <= record.left_gpu_s();
+    }
+
+    void propose(const CampaignRecord& record, const std::string& kind, const policy::Proposal& proposal,
+                 bool absolute = false) {
+        const int n = record.trials.empty() ? 0 : record.trials.back().view.n + 1;
+        const policy::Edits base = kind == "baseline" || absolute ? policy::Edits{} : record.best().view.edits;
+        const policy::Edits edits = policy::merged(base, proposal.edits);
+        json changes = json::array();
+        const recipe::Document incumbent = document_of(base);
+        for (const auto& [path, value] : proposal.edits) {
+            const recipe::Value* from = incumbent.find(path);
+            changes.push_back({{"key", path}, {"from", from ? from->to_json() : json(nullptr)}, {"to", value.to_json()}});
+        }
+        m_journal.append("trial-proposed", {{"trial", n},
+                                            {"kind", kind},
+                                            {"policy", kind == "candidate" ? m_policy.name() : "campaign"},
+                                            {"lever", proposal.lever},
+                                            {"move", proposal.move},
+                                            {"edits", policy::edits_to_json(edits)},
+                                            {"changes", absolute ? json::array() : changes},
+                                            {"incumbent", kind == "baseline" ? -1 : record.incumbent},
+                                            {"rationale", proposal.rationale},
+                                            {"answers", proposal.answers}});
+    }
+
+    policy::CampaignState state_of(const CampaignRecord& record) const {
+        policy::CampaignState state;
+        state.original = &m_ctx.original;
+        state.adapter = m_ctx.adapter;
+        state.cluster = &m_ctx.cluster;
+        state.incumbent = record.incumbent;
+        state.incumbent_edits = record.best().view.edits;
+        state.incumbent_measured = record.best().view.measured ? &*record.best().view.measured : nullptr;
+        for (const auto& trial : record.trials) state.history.push_back(trial.view);
+        state.budget_left_gpu_s = record.left_gpu_s();
+        state.trial_cost_gpu_s = trial_cost(state.incumbent_edits);
+        state.estimate = [this](const policy::Edits& edits) { return estimate(edits); };
+        return state;
+    }
+
+    // ------------------------------------------------------------------ one trial, stage by stage
+    void advance(const CampaignRecord& record, TrialRecord& trial) {
+        switch (trial.stage) {
+            case Stage::proposed: return gate(trial);
+            case Stage::gated: return preflight(record, trial);
+            case Stage::preflighted: return launch(trial, 1);
+            case Stage::launched: return measure(record, trial);
+            case Stage::measured: return after_measure(record, trial);
+            default: return;
+        }
+    }
+
+    recipe::Document document_of(const policy::Edits& edits) const { return m_ctx.original.with_edits(edit_list(edits)); }
+
+    /// The candidate plus the trial-only keys that make it a short run (its step count).
+    recipe::Document trial_document(const policy::Edits& edits, int steps) const {
+        policy::Edits trial_edits = edits;
+        for (const auto& rule : m_ctx.adapter->key_rules())
+            if (rule.trial_only && rule.lever == "train_steps" && m_ctx.original.find(rule.pattern) != nullptr &&
+                m_ctx.original.find(rule.pattern)->as_number())
+                trial_edits.insert_or_assign(rule.pattern, recipe::Value::number(steps));
+        return document_of(trial_edits);
+    }
+
+    std::pair<gate::Verdict, std::optional<gate::GatedTrial>> admit(const TrialRecord& trial) const {
+        gate::CheckOptions options;
+        options.purpose = gate::Purpose::trial_run;
+        return gate::admit(m_ctx.original, trial_document(trial.view.edits, steps()), *m_ctx.adapter, *m_ctx.rules,
+                           m_ctx.gate_policy, m_ctx.cluster, options);
+    }
+
+    void gate(const TrialRecord& trial) {
+        const int n = trial.view.n;
+        try {
+            const auto [verdict, admitted] = admit(trial);
+            json refused = json::array();
+            std::string reason;
+            for (const auto& change : verdict.changes)
+                if (!change.allowed) {
+                    refused.push_back(change.key);
+                    if (reason.empty()) reason = change.key + ": " + change.reason;
+                }
+            for (const auto& inv : verdict.invariants)
+                if (!inv.ok) {
+                    refused.push_back("invariant:" + inv.name);
+                    if (reason.empty()) reason = "invariant " + inv.name + ": " + inv.why;
+                }
+            m_journal.append("gate-verdict", {{"trial", n},
+                                              {"allowed", verdict.allowed},
+                                              {"refused", refused},
+                                              {"reason", reason},
+                                              {"levers", verdict.levers},
+                                              {"verdict", verdict.to_json()}});
+        } catch (const InputError& e) {
+            m_journal.append("gate-verdict", {{"trial", n}, {"allowed", false}, {"refused", json::array()},
+                                              {"reason", std::string("the edits cannot be written: ") + e.what()}});
+        }
+    }
+
+    int steps() const { return m_ctx.trial_steps; }
+
+    policy::Preflight estimate(const policy::Edits& edits) const {
+        try {
+            return preflight_of(document_of(edits), *m_ctx.adapter, m_ctx.cluster);
+        } catch (const InputError& e) {
+            policy::Preflight p;
+            p.problem = e.what();
+            return p;
+        }
+    }
+
+    double time_limit(const policy::Preflight& p) const {
+        if (!p.estimated || !p.valid) return k_unestimated_time_limit_s;
+        return k_startup_allowance_s + k_time_limit_margin * steps() * p.step_time_s;
+    }
+
+    int gpus(const policy::Edits& edits) const { return gpus_of(document_of(edits), *m_ctx.adapter, m_ctx.cluster); }
+    double worst_case(const policy::Edits& edits) const { return time_limit(estimate(edits)) * gpus(edits); }
+
+    /// What a trial is expected to cost: start-up plus the steps at the nominal speed.
+    double trial_cost(const policy::Edits& edits) const {
+        const auto p = estimate(edits);
+        if (!p.estimated || !p.valid) return worst_case(edits);
+        return (launch::k_sim_startup_s + steps() * p.step_time_s) * gpus(edits);
+    }
+
+    void preflight(const CampaignRecord& record, const TrialRecord& trial) {
+        const auto p = estimate(trial.view.edits);
+        const double limit = time_limit(p);
+        const double worst = limit * gpus(trial.view.edits);
+        std::string verdict = "ok";
+        std::string reason;
+        const bool judged = trial.view.kind == "candidate";  // the user's own recipe always runs once
+        if (judged && p.estimated && !p.valid) verdict = "infeasible", reason = p.problem;
+        else if (judged && p.estimated && !p.fits)
+            verdict = "predicted-oom", reason = fmt::format("estimated {:.1f} GiB of {:.1f} GiB per GPU", p.memory_gib, p.capacity_gib);
+        else if (worst > record.left_gpu_s())
+            verdict = "over-budget", reason = fmt::format("worst case {:.1f} GPU-h, {:.1f} GPU-h left", worst / 3600, record.left_gpu_s() / 3600);
+        m_journal.append("preflight", {{"trial", trial.view.n},
+                                       {"verdict", verdict},
+                                       {"reason", reason},
+                                       {"estimate", to_json(p)},
+                                       {"steps", steps()},
+                                       {"time_limit_s", limit},
+                                       {"worst_case_gpu_seconds", worst}});
+    }
+
+    launch::TrialPlan plan_of(const TrialRecord& trial, int attempt) const {
+        launch::TrialPlan plan;
+        plan.trial = trial.view.n;
+        plan.attempt = attempt;
+        plan.steps = trial.steps;
+        plan.time_limit_s = trial.time_limit_s;
+        plan.dir = m_ctx.dir / "trials" / std::to_string(trial.view.n);
+        plan.recipe_file = m_ctx.dir / "recipes" / fmt::format("trial-{:03}.yaml", trial.view.n);
+        plan.run_id = run_id(m_ctx.seed, trial.view.n, attempt);
+        return plan;
+    }
+
+    void launch(const TrialRecord& trial, int attempt) {
+        auto [verdict, admitted] = admit(trial);
+        if (!admitted) throw RuntimeFailure(fmt::format("trial {}: the gate no longer admits it (rules changed under a running campaign?)", trial.view.n));
+        const auto plan = plan_of(trial, attempt);
+        fs::create_directories(plan.dir);
+        util::write_file_atomically(plan.recipe_file, admitted->recipe().text());
+        const auto job = m_backend.submit(*admitted, plan);
+        m_journal.append("launched", {{"trial", trial.view.n},
+                                      {"attempt", attempt},
+                                      {"job_id", job.job_id},
+                                      {"backend", m_backend.name()},
+                                      {"recipe", fs::relative(plan.recipe_file, m_ctx.dir).string()},
+                                      {"steps", plan.steps},
+                                      {"time_limit_s", plan.time_limit_s},
+                                      {"run_id", plan.run_id}});
+    }
+
+    void measure(const CampaignRecord& record, const TrialRecord& trial) {
+        auto [verdict, admitted] = admit(trial);
+        if (!admitted) throw RuntimeFailure(fmt::format("trial {}: the gate no longer admits it", trial.view.n));
+        const auto plan = plan_of(trial, trial.attempts);
+        const auto outcome = m_backend.wait(*admitted, plan, launch::Submission{trial.job_id});
+        const auto reading = read_trial(outcome.logs, document_of(trial.view.edits), *m_ctx.adapter, m_ctx.cluster);
+        // Never charge more than is left: the time limit bounds a trial, so this only trims rounding.
+        const double charged = std::min(outcome.gpu_seconds, std::max(0.0, record.left_gpu_s()));
+        json logs = json::array();
+        for (const auto& log : outcome.logs) logs.push_back(fs::relative(log, m_ctx.dir).string());
+        m_journal.append("metrics", {{"trial", trial.view.n},
+                                     {"attempt", trial.attempts},
+                                     {"measured", to_json(reading.measured)},
+                                     {"state", outcome.state},
+                                     {"exit_code", outcome.exit_code},
+                                     {"elapsed_s", outcome.elapsed_s},
+                                     {"gpus", outcome.gpus},
+                                     {"gpu_seconds", charged},
+                                     {"charged_from", outcome.charged_from},
+                                     {"losses", reading.losses},
+                                     {"evidence", reading.evidence},
+                                     {"logs", logs}});
+        m_journal.append("budget", {{"spent_gpu_seconds", record.spent_gpu_s + charged},
+                                    {"left_gpu_seconds", record.left_gpu_s() - charged}});
+    }
+
+    void after_measure(const CampaignRecord& record, const TrialRecord& trial) {
+        const auto& m = *trial.view.measured;
+        if (m.status != "ok") {
+            const auto facts = policy::measurement_facts(m);
+            for (const auto& rule : m_ctx.search->on_failure) {
+                const auto holds = rule.when.evaluate([&](const std::string& name) -> std::optional<double> {
+                    const auto it = facts.find(name);
+                    return it == facts.end() ? std::optional<double>{0.0} : std::optional{it->second};
+                });
+                if (!holds || *holds == 0) continue;
+                if (rule.action == "retry_once" && trial.attempts == 1 && trial.time_limit_s * gpus(trial.view.edits) <= record.left_gpu_s())
+                    return launch(trial, 2);
+                break;
+            }
+        }
+        decide(record, trial);
+    }
+
+    void decide(const CampaignRecord& record, const TrialRecord& trial) {
+        const auto [decision, reason, gain] = judge(record, trial);
+        json event{{"trial", trial.view.n}, {"decision", decision}, {"reason", reason}};
+        if (gain) event["gain"] = *gain;
+        m_journal.append("decision", event);
+        CampaignRecord after = fold(m_journal.events());
+        if (m_progress) m_progress(after, *after.trial(trial.view.n));
+    }
+
+    struct Judgement {
+        std::string decision;
+        std::string reason;
+        std::optional<double> gain;
+    };
+
+    Judgement judge(const CampaignRecord& record, const TrialRecord& trial) const {
+        const auto& m = *trial.view.measured;
+        if (trial.view.kind == "baseline") return {"baseline", "the recipe as given: " + m.status, std::nullopt};
+        const TrialRecord& best = record.best();
+        const auto& inc = best.view.measured;
+        if (m.status != "ok") {
+            const std::string first = trial.evidence.empty() ? "" : " (" + trial.evidence.front() + ")";
+            return {trial.view.kind == "confirm" ? "unconfirmed" : "revert", m.status + first, std::nullopt};
+        }
+        if (const auto drift = parity(record, trial))
+            return {trial.view.kind == "confirm" ? "unconfirmed" : "revert", *drift, std::nullopt};
+        if (!inc || inc->status != "ok" || !inc->tokens_per_s_per_gpu)
+            return {"accept", "the first configuration that runs", std::nullopt};
+        if (!m.tokens_per_s_per_gpu) return {"revert", "no throughput could be read from the logs", std::nullopt};
+        const double gain = *m.tokens_per_s_per_gpu / *inc->tokens_per_s_per_gpu - 1;
+        const double noise = std::max(m.noise.value_or(0), inc->noise.value_or(0));
+        const double min_gain = m_ctx.search->acceptance.min_gain
+                                    .evaluate([&](const std::string& name) -> std::optional<double> {
+                                        if (name == "noise") return noise;
+                                        return std::nullopt;
+                                    })
+                                    .value_or(0.01);
+        if (trial.view.kind == "confirm") {
+            const bool held = gain >= -min_gain;
+            return {held ? "confirmed" : "unconfirmed",
+                    fmt::format("the repeat ran {:+.1f}% against the measured best (noise band {:.1f}%)", 100 * gain, 100 * min_gain),
+                    gain};
+        }
+        if (gain > min_gain)
+            return {"accept", fmt::format("{:+.1f}% beyond the noise band of {:.1f}%", 100 * gain, 100 * min_gain), gain};
+        return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
+    }
+
+    /// objective-drift when the losses depart from the baseline's beyond the gate policy's tolerance.
+    std::optional<std::string> parity(const CampaignRecord& record, const TrialRecord& trial) const {
+        const TrialRecord* baseline = record.baseline();
+        if (baseline == nullptr) return std::nullopt;
+        const auto departure = loss_departure(baseline->losses, trial.losses, m_ctx.gate_policy.loss_parity_steps);
+        if (!departure || *departure <= m_ctx.gate_policy.loss_parity_tolerance) return std::nullopt;
+        return fmt::format("objective-drift: losses depart {:.1f}% from the baseline's over the first steps (tolerance {:.1f}%)",
+                           100 * *departure, 100 * m_ctx.gate_policy.loss_parity_tolerance);
+    }
+
+    void end(const CampaignRecord& record, const std::string& reason) {
+        const fs::path best = write_best(m_ctx, record);
+        const TrialRecord& b = record.best();
+        const TrialRecord* base = record.baseline();
+        json event{{"reason", reason},
+                   {"best_trial", record.incumbent},
+                   {"best_recipe", fs::relative(best, m_ctx.dir).string()},
+                   {"spent_gpu_seconds", record.spent_gpu_s}};
+        if (base && base->view.measured && base->view.measured->tokens_per_s_per_gpu && b.view.measured &&
+            b.view.measured->tokens_per_s_per_gpu && base->view.measured->status == "ok")
+            event["speedup"] = *b.view.measured->tokens_per_s_per_gpu / *base->view.measured->tokens_per_s_per_gpu;
+        m_journal.append("campaign-end", event);
+    }
+
+    const Context& m_ctx;
+    Journal& m_journal;
+    policy::Policy& m_policy;
+    launch::Backend& m_backend;
+    const Progress& m_progress;
+    const std::atomic<bool>& m_interrupted;
+};
+
+}  // namespace
+
+CampaignRecord run(const Context& context, Journal& journal, policy::Policy& policy, launch::Backend& backend,
+                   const Progress& progress, const std::atomic<bool>& interrupted) {
+    return Loop{context, journal, policy, backend, progress, interrupted}.run();
+}
+
+fs::path write_best(const Context& context, const CampaignRecord& record) {
+    const fs::path path = context.dir / "best.yaml";
+    util::write_file_atomically(path, context.original.with_edits(edit_list(record.best().view.edits)).text());
+    return path;
+}
+
+}  // namespace attune::campaign

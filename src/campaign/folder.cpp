@@ -1,0 +1,122 @@
+#include <attune/campaign/campaign.hpp>
+#include <attune/core/error.hpp>
+#include <attune/core/paths.hpp>
+#include <attune/util/files.hpp>
+#include <attune/util/hash.hpp>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace attune::campaign {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* k_original = "recipes/original.yaml";
+constexpr const char* k_cluster = "cluster.yaml";
+constexpr const char* k_gate_policy = "gate-policy.yaml";
+
+void make_folder(const fs::path& dir) {
+    std::error_code error;
+    fs::create_directories(dir / "recipes", error);
+    if (error) throw InputError(fmt::format("{}: cannot create the campaign folder: {}", dir.string(), error.message()));
+    fs::create_directories(dir / "trials", error);
+    if (error) throw InputError(fmt::format("{}: cannot create the campaign folder: {}", dir.string(), error.message()));
+}
+
+void copy_in(const fs::path& from, const fs::path& to) { util::write_file_atomically(to, util::read_text_file(from)); }
+
+json cluster_json(const cluster::Cluster& c) {
+    json out{{"name", c.name}, {"gpu", c.gpu}, {"nodes", c.nodes}, {"gpus_per_node", c.gpus_per_node}};
+    if (c.network_gbps_per_gpu) out["network_gbps_per_gpu"] = *c.network_gbps_per_gpu;
+    return out;
+}
+
+Context context_of(const fs::path& dir, const fs::path& recipe, const std::string& framework,
+                   const std::optional<fs::path>& cluster_file, const std::optional<fs::path>& gate_policy) {
+    const gate::Rules& rules = gate::default_rules();
+    auto loaded = gate::load_recipe(recipe, rules, framework);
+    return Context{.dir = dir,
+                   .original = std::move(loaded.document),
+                   .adapter = loaded.adapter,
+                   .rules = &rules,
+                   .gate_policy = gate::load_policy(data_dir(), gate_policy),
+                   .cluster = cluster_file ? cluster::load_cluster(*cluster_file) : cluster::default_cluster(),
+                   .search = &policy::default_search_rules(),
+                   .trial_steps = k_default_trial_steps,
+                   .seed = 1,
+                   .world_seed = 0,
+                   .backend = "sim",
+                   .policy = "rules"};
+}
+
+}  // namespace
+
+Opened create(const fs::path& dir, const Settings& settings) {
+    if (settings.budget_gpu_s <= 0) throw InputError("--budget: expected a positive GPU-time such as 200gpuh");
+    if (settings.trial_steps && *settings.trial_steps < 3)
+        throw InputError(fmt::format("--trial-steps {}: expected at least 3 (warm-up, then timed steps)", *settings.trial_steps));
+    Context context = context_of(dir, settings.recipe, settings.framework, settings.cluster_file, settings.gate_policy);
+    if (fs::exists(dir / "journal.jsonl"))
+        throw InputError(fmt::format("{}: this folder already holds a campaign; add --resume to continue it, or choose another --campaign",
+                                     dir.string()));
+    make_folder(dir);
+    auto lock = std::make_unique<CampaignLock>(dir);
+    copy_in(settings.recipe, dir / k_original);
+    if (settings.cluster_file) copy_in(*settings.cluster_file, dir / k_cluster);
+    if (settings.gate_policy) copy_in(*settings.gate_policy, dir / k_gate_policy);
+    context.trial_steps = settings.trial_steps.value_or(k_default_trial_steps);
+    context.seed = settings.seed;
+    context.world_seed = settings.world_seed;
+    context.backend = settings.backend;
+    context.policy = settings.policy;
+    Journal journal = Journal::open(dir);
+    journal.append("campaign-start",
+                   {{"recipe", settings.recipe.string()},
+                    {"recipe_file", k_original},
+                    {"recipe_sha256", util::sha256_hex(context.original.text())},
+                    {"framework", context.adapter->name()},
+                    {"cluster", cluster_json(context.cluster)},
+                    {"cluster_file", settings.cluster_file ? json(k_cluster) : json(nullptr)},
+                    {"gate_policy_file", settings.gate_policy ? json(k_gate_policy) : json(nullptr)},
+                    {"backend", settings.backend},
+                    {"policy", settings.policy},
+                    {"budget_gpu_seconds", settings.budget_gpu_s},
+                    {"trial_steps", context.trial_steps},
+                    {"seed", settings.seed},
+                    {"world_seed", settings.world_seed},
+                    {"rules_hash", context.rules->hash()},
+                    {"search_rules", context.search->source},
+                    {"attune_version", ATTUNE_VERSION}});
+    return {std::move(context), std::move(journal), std::move(lock)};
+}
+
+Opened reopen(const fs::path& dir, bool lock) {
+    if (!fs::exists(dir / "journal.jsonl"))
+        throw InputError(fmt::format("{}: no campaign here (no journal.jsonl); start one with attune tune RECIPE --campaign DIR",
+                                     dir.string()));
+    auto held = lock ? std::make_unique<CampaignLock>(dir) : nullptr;
+    Journal journal = Journal::open(dir);
+    const CampaignRecord record = fold(journal.events());
+    const json& start = record.start;
+    const auto file = [&](const char* key) -> std::optional<fs::path> {
+        if (!start.contains(key) || !start[key].is_string()) return std::nullopt;
+        return dir / start[key].get<std::string>();
+    };
+    Context context = context_of(dir, dir / start.value("recipe_file", k_original), start.value("framework", ""),
+                                 file("cluster_file"), file("gate_policy_file"));
+    if (util::sha256_hex(context.original.text()) != start.value("recipe_sha256", ""))
+        throw InputError(fmt::format("{}: the recipe copy differs from the one the campaign started with", (dir / k_original).string()));
+    context.trial_steps = start.value("trial_steps", k_default_trial_steps);
+    context.seed = start.value("seed", std::uint64_t{1});
+    context.world_seed = start.value("world_seed", std::uint64_t{0});
+    context.backend = start.value("backend", "sim");
+    context.policy = start.value("policy", "rules");
+    return {std::move(context), std::move(journal), std::move(held)};
+}
+
+}  // namespace attune::campaign

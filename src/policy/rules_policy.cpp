@@ -1,0 +1,354 @@
+#include <attune/core/error.hpp>
+#include <attune/policy/rules_policy.hpp>
+#include <attune/util/strings.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace attune::policy {
+
+namespace {
+
+using recipe::Value;
+
+std::string flag_name(std::string text) {
+    std::replace(text.begin(), text.end(), '-', '_');
+    return text;
+}
+
+std::optional<double> number_of(const Value& value) {
+    if (const auto b = value.as_bool(); b && value.kind() == Value::Kind::boolean) return *b ? 1.0 : 0.0;
+    return value.as_number();
+}
+
+bool ends_with_key(std::string_view path, std::string_view key) {
+    return path == key || (path.size() > key.size() && path.ends_with(key) && path[path.size() - key.size() - 1] == '.');
+}
+
+bool exact(const gate::KeyRule& rule) { return rule.pattern.find('*') == std::string::npos; }
+
+/// A concrete proposal built from a move for the current incumbent.
+struct Candidate {
+    const Move* move = nullptr;
+    std::size_t phase = 0;
+    Edits edits;
+    std::string lever;
+    std::string rationale;
+    std::optional<Preflight> estimate;
+};
+
+class Resolver {
+public:
+    Resolver(const CampaignState& state, const recipe::Document& incumbent, gate::Expression::Lookup facts)
+        : m_state(state), m_adapter(*state.adapter), m_incumbent(incumbent), m_facts(std::move(facts)) {}
+
+    /// The move's edits against the incumbent, or nullopt when the move does not apply.
+    std::optional<Edits> resolve(const Move& move) const {
+        for (const auto& [lever, wanted] : move.requires_values)
+            if (!lever_is(lever, wanted)) return std::nullopt;
+        const auto target = target_of(move);
+        if (!target) return std::nullopt;
+        const auto& [path, rule] = *target;
+        const std::optional<double> cur = current_number(move.lever, path);
+        const auto value = move.set ? checked_set(move, *rule, path, cur) : stepped(move, *rule, path, cur);
+        if (!value) return std::nullopt;
+        Edits edits{{path, *value}};
+        const std::optional<double> new_number = number_of(*value);
+        for (const auto& [key, with_value] : move.with)
+            if (const auto with_path = companion_path(move.lever, key)) edits.insert_or_assign(*with_path, with_value);
+        for (const auto& [lever, expr] : move.adjust) {
+            const gate::KeyRule* companion = companion_rule(lever, move.lever);
+            if (companion == nullptr) continue;
+            const auto adjusted = expr.evaluate(bind(new_number, cur));
+            if (!adjusted || *adjusted < 1 || std::floor(*adjusted) != *adjusted) return std::nullopt;
+            const Value adjusted_value = Value::number(*adjusted);
+            if (!companion->domain.violation(adjusted_value).empty()) return std::nullopt;
+            edits.insert_or_assign(companion->pattern, adjusted_value);
+        }
+        return edits;
+    }
+
+private:
+    gate::Expression::Lookup bind(std::optional<double> new_value, std::optional<double> cur) const {
+        return [this, new_value, cur](const std::string& name) -> std::optional<double> {
+            if (name == "new") return new_value;
+            if (name == "cur") return cur;
+            return m_facts(name);
+        };
+    }
+
+    bool guard_holds(const Move& move, std::optional<double> new_value, std::optional<double> cur) const {
+        if (!move.guard) return true;
+        const auto result = move.guard->evaluate(bind(new_value, cur));
+        return !result || *result != 0;  // a guard over an unknown quantity does not block (skills/README.md)
+    }
+
+    bool lever_is(const std::string& lever, const Value& wanted) const {
+        const auto want = number_of(wanted);
+        if (m_adapter.has_quantity(lever)) {
+            const auto have = m_adapter.quantity(m_incumbent, lever, *m_state.cluster);
+            return have && want && *have == *want;
+        }
+        const auto have = m_adapter.lever_value(m_incumbent, lever);
+        return have && have->same_as(wanted, Value::Numeric::coerce);
+    }
+
+    /// The key path and rule a move writes: the first of its keys this framework has.
+    std::optional<std::pair<std::string, const gate::KeyRule*>> target_of(const Move& move) const {
+        if (move.keys.empty()) {
+            for (const auto& rule : m_adapter.key_rules())
+                if (rule.lever == move.lever && exact(rule) &&
+                    (!move.set || rule.domain.violation(*move.set).empty()))
+                    return std::make_pair(rule.pattern, &rule);
+            return std::nullopt;
+        }
+        for (const auto& key : move.keys) {
+            for (const auto& rule : m_adapter.key_rules())
+                if (rule.lever == move.lever && exact(rule) && ends_with_key(rule.pattern, key))
+                    return std::make_pair(rule.pattern, &rule);
+            for (const auto& rule : m_adapter.env_rules())
+                if (rule.lever == move.lever && rule.pattern == key)
+                    if (const auto section = env_section()) return std::make_pair(*section + "." + key, &rule);
+        }
+        return std::nullopt;
+    }
+
+    /// The environment section the recipe already has; environment moves need one.
+    std::optional<std::string> env_section() const {
+        for (const auto& section : m_adapter.env_sections())
+            if (m_state.original->has(section)) return section;
+        return std::nullopt;
+    }
+
+    std::optional<std::string> companion_path(const std::string& lever, const std::string& key) const {
+        for (const auto& rule : m_adapter.key_rules())
+            if (exact(rule) && ends_with_key(rule.pattern, key) &&
+                (rule.lever == lever ||
+                 std::find(rule.companion_of.begin(), rule.companion_of.end(), lever) != rule.companion_of.end()))
+                return rule.pattern;
+        return std::nullopt;
+    }
+
+    const gate::KeyRule* companion_rule(const std::string& lever, const std::string& moved) const {
+        for (const auto& rule : m_adapter.key_rules())
+            if (rule.lever == lever && exact(rule) &&
+                std::find(rule.companion_of.begin(), rule.companion_of.end(), moved) != rule.companion_of.end())
+                return &rule;
+        return nullptr;
+    }
+
+    std::optional<Value> current_value(const std::string& path) const {
+        if (const Value* value = m_incumbent.find(path)) return *value;
+        return std::nullopt;
+    }
+
+    std::optional<double> current_number(const std::string& lever, const std::string& path) const {
+        if (m_adapter.has_quantity(lever)) return m_adapter.quantity(m_incumbent, lever, *m_state.cluster);
+        if (const auto value = current_value(path)) return number_of(*value);
+        return std::nullopt;
+    }
+
+    std::optional<Value> checked_set(const Move& move, const gate::KeyRule& rule, const std::string& path,
+                                     std::optional<double> cur) const {
+        const Value& value = *move.set;
+        if (!rule.domain.violation(value).empty()) return std::nullopt;
+        const auto current = current_value(path);
+        if (current ? current->same_as(value, Value::Numeric::coerce) : value.is_null()) return std::nullopt;
+        if (!guard_holds(move, number_of(value), cur)) return std::nullopt;
+        return value;
+    }
+
+    /// The nearest value up (down) the lever's domain order for which the guard holds.
+    std::optional<Value> stepped(const Move& move, const gate::KeyRule& rule, const std::string& path,
+                                 std::optional<double> cur) const {
+        for (const Value& value : ordered_candidates(rule, path, cur, move.step))
+            if (guard_holds(move, number_of(value), cur)) return value;
+        return std::nullopt;
+    }
+
+    std::vector<Value> ordered_candidates(const gate::KeyRule& rule, const std::string& path,
+                                          std::optional<double> cur, int step) const {
+        std::vector<Value> out;
+        if (rule.domain.type == "bool" || !rule.domain.values.empty()) {
+            auto values = rule.domain.values;
+            if (values.empty()) values = {Value::boolean(false), Value::boolean(true)};
+            const auto current = current_value(path).value_or(Value::null());
+            const auto at = std::find_if(values.begin(), values.end(),
+                                         [&](const Value& v) { return v.same_as(current, Value::Numeric::coerce); });
+            if (at == values.end()) return out;
+            if (step > 0) out.assign(at + 1, values.end());
+            else out.assign(std::make_reverse_iterator(at), values.rend());
+            return out;
+        }
+        if (rule.domain.type != "int" || !cur) return out;
+        const double low = rule.domain.min.value_or(1);
+        const double high = rule.domain.max.value_or(std::max(1024.0, *cur * 64));
+        constexpr int k_max_candidates = 4096;  // bounds the search on an open range
+        for (double v = *cur + step; v >= low && v <= high && out.size() < k_max_candidates; v += step)
+            out.push_back(Value::number(v));
+        return out;
+    }
+
+    const CampaignState& m_state;
+    const gate::Adapter& m_adapter;
+    const recipe::Document& m_incumbent;
+    gate::Expression::Lookup m_facts;
+};
+
+/// The configuration key used to never propose a measured (or refused) configuration twice.
+std::string signature(const Edits& edits) { return edits_to_json(edits).dump(); }
+
+class RulesPolicy final : public Policy {
+public:
+    explicit RulesPolicy(const SearchRules& rules) : m_rules(rules) {}
+
+    std::string name() const override { return "rules"; }
+
+    Decision propose(const CampaignState& state) override {
+        const recipe::Document incumbent = state.original->with_edits(as_edit_list(state.incumbent_edits));
+        const auto campaign = campaign_facts(state);
+        const auto facts = facts_lookup(incumbent, *state.adapter, *state.cluster, state.incumbent_measured, campaign);
+        auto candidates = applicable(state, incumbent, facts);
+        auto stop_facts = campaign;
+        stop_facts["moves_left"] = double(candidates.size());
+        const auto stop_lookup = facts_lookup(incumbent, *state.adapter, *state.cluster, state.incumbent_measured, stop_facts);
+        for (const auto& rule : m_rules.stop)
+            if (const auto holds = rule.when.evaluate(stop_lookup); holds && *holds != 0) return Stop{rule.why};
+        const auto best = choose(state, candidates);
+        if (!best) return Stop{"Every applicable move is predicted not to fit or to be slower than the incumbent."};
+        const std::string answers = state.incumbent_measured ? state.incumbent_measured->bottleneck : "";
+        return Proposal{best->lever, best->move->id, best->edits, best->rationale, answers};
+    }
+
+private:
+    static std::vector<recipe::Edit> as_edit_list(const Edits& edits) {
+        std::vector<recipe::Edit> out;
+        for (const auto& [path, value] : edits) out.push_back({path, value, false});
+        return out;
+    }
+
+    static std::map<std::string, double> campaign_facts(const CampaignState& state) {
+        int since_accept = 0, failures_in_row = 0;
+        bool failures_run = true;
+        for (auto it = state.history.rbegin(); it != state.history.rend(); ++it) {
+            if (it->kind != "candidate") continue;
+            if (it->accepted) break;
+            ++since_accept;
+        }
+        for (auto it = state.history.rbegin(); it != state.history.rend() && failures_run; ++it) {
+            if (!it->measured) continue;
+            failures_run = it->measured->status != "ok";
+            failures_in_row += failures_run ? 1 : 0;
+        }
+        double best_gain = 0;
+        if (!state.history.empty() && state.history.front().measured && state.incumbent_measured &&
+            state.history.front().measured->tokens_per_s_per_gpu && state.incumbent_measured->tokens_per_s_per_gpu)
+            best_gain = *state.incumbent_measured->tokens_per_s_per_gpu / *state.history.front().measured->tokens_per_s_per_gpu - 1;
+        return {{"budget_left_gpuh", state.budget_left_gpu_s / 3600},
+                {"trial_cost_gpuh", state.trial_cost_gpu_s / 3600},
+                {"trials_done", double(state.history.size())},
+                {"trials_since_accept", double(since_accept)},
+                {"failures_in_row", double(failures_in_row)},
+                {"best_gain", best_gain}};
+    }
+
+    std::vector<Candidate> applicable(const CampaignState& state, const recipe::Document& incumbent,
+                                      const gate::Expression::Lookup& facts) const {
+        std::set<std::string> tried_moves, tried_configs;
+        for (const auto& trial : state.history) {
+            tried_configs.insert(signature(trial.edits));
+            if (trial.incumbent == state.incumbent) tried_moves.insert(trial.move);
+        }
+        const Resolver resolver{state, incumbent, facts};
+        std::vector<Candidate> out;
+        for (std::size_t p = 0; p < m_rules.phases.size(); ++p) {
+            const Phase& phase = m_rules.phases[p];
+            if (phase.when) {
+                const auto holds = phase.when->evaluate(facts);
+                if (holds && *holds == 0) continue;
+            }
+            for (const Move& move : phase.moves) {
+                if (tried_moves.contains(move.id)) continue;
+                auto edits = resolver.resolve(move);
+                if (!edits || tried_configs.contains(signature(merged(state.incumbent_edits, *edits)))) continue;
+                if (std::any_of(out.begin(), out.end(), [&](const Candidate& c) { return c.edits == *edits; })) continue;
+                out.push_back({&move, p, std::move(*edits), move.lever,
+                               fmt::format("{} ({}): {}", phase.name, move.id, move.why), std::nullopt});
+            }
+        }
+        return out;
+    }
+
+    /// The smallest estimated memory of a layout that ran out of memory from this incumbent.
+    static std::optional<double> oom_memory_floor(const CampaignState& state) {
+        std::optional<double> floor;
+        for (const auto& trial : state.history)
+            if (trial.incumbent == state.incumbent && trial.measured && trial.measured->status == "oom" && trial.preflight)
+                floor = std::min(floor.value_or(trial.preflight->memory_gib), trial.preflight->memory_gib);
+        return floor;
+    }
+
+    std::optional<Candidate> choose(const CampaignState& state, std::vector<Candidate>& candidates) const {
+        const auto incumbent_estimate = state.estimate ? std::optional{state.estimate(state.incumbent_edits)} : std::nullopt;
+        const auto oom_floor = oom_memory_floor(state);
+        constexpr double k_slower_than_incumbent = 0.9;  // predicted >10% slower: not worth a trial
+        std::vector<Candidate*> viable;
+        for (auto& c : candidates) {
+            if (state.estimate) {
+                c.estimate = state.estimate(merged(state.incumbent_edits, c.edits));
+                if (c.estimate->valid && !c.estimate->fits) continue;
+                if (oom_floor && c.estimate->valid && c.estimate->memory_gib >= *oom_floor) continue;
+                if (c.estimate->valid && incumbent_estimate && incumbent_estimate->valid && incumbent_estimate->fits &&
+                    state.incumbent_measured && state.incumbent_measured->status == "ok" &&
+                    c.estimate->tokens_per_s_per_gpu < k_slower_than_incumbent * incumbent_estimate->tokens_per_s_per_gpu)
+                    continue;
+            }
+            viable.push_back(&c);
+        }
+        if (viable.empty()) return std::nullopt;
+        std::vector<Candidate*> first_phase = viable;
+        const auto speed = [](const Candidate* c) {
+            return c->estimate && c->estimate->valid ? c->estimate->tokens_per_s_per_gpu : 0.0;
+        };
+        std::stable_sort(first_phase.begin(), first_phase.end(),
+                         [&](const Candidate* a, const Candidate* b) { return speed(a) > speed(b); });
+        return *first_phase.front();
+    }
+
+    const SearchRules& m_rules;
+};
+
+}  // namespace
+
+constexpr std::string_view k_statuses[] = {"ok", "oom", "nccl-timeout", "nccl-error", "time-limit", "node-failure",
+                                           "preempted", "crash", "diverged", "hang", "too-short"};
+
+std::map<std::string, double> measurement_facts(const Measurement& measured) {
+    std::map<std::string, double> facts = measured.facts;
+    facts["status_" + flag_name(measured.status)] = 1;
+    for (const auto status : k_statuses) facts.try_emplace("status_" + flag_name(std::string(status)), 0);
+    if (!measured.bottleneck.empty() && measured.bottleneck != "unknown") facts["is_" + flag_name(measured.bottleneck)] = 1;
+    for (const char* bottleneck : {"memory_bound", "comm_bound", "bubble_bound", "cpu_bound", "dataloader_bound", "compute_bound"})
+        facts.try_emplace(std::string("is_") + bottleneck, 0);
+    if (measured.noise) facts["noise"] = *measured.noise;
+    return facts;
+}
+
+gate::Expression::Lookup facts_lookup(const recipe::Document& recipe, const gate::Adapter& adapter,
+                                      const cluster::Cluster& cluster, const Measurement* measured,
+                                      const std::map<std::string, double>& extra) {
+    auto facts = measured ? measurement_facts(*measured) : std::map<std::string, double>{};
+    for (const auto& [name, value] : extra) facts.insert_or_assign(name, value);
+    return [facts = std::move(facts), &recipe, &adapter, &cluster](const std::string& name) -> std::optional<double> {
+        if (const auto it = facts.find(name); it != facts.end()) return it->second;
+        return adapter.quantity(recipe, name, cluster);
+    };
+}
+
+std::unique_ptr<Policy> make_rules_policy(const SearchRules& rules) { return std::make_unique<RulesPolicy>(rules); }
+
+}  // namespace attune::policy

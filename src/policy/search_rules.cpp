@@ -1,0 +1,113 @@
+#include <attune/core/paths.hpp>
+#include <attune/gate/rules_file.hpp>
+#include <attune/policy/search_rules.hpp>
+
+#include <fmt/format.h>
+
+namespace attune::policy {
+
+namespace {
+
+using gate::RulesFile;
+
+gate::Expression expression(const RulesFile& file, const YAML::Node& node, const std::string& what) {
+    return gate::Expression::parse(file.string(node, what), file.where(node));
+}
+
+std::optional<gate::Expression> optional_expression(const RulesFile& file, const YAML::Node& node,
+                                                    const std::string& what) {
+    if (!node) return std::nullopt;
+    return expression(file, node, what);
+}
+
+recipe::Value scalar_value(const RulesFile& file, const YAML::Node& node) {
+    if (!node || node.IsNull()) return recipe::Value::null();
+    if (!node.IsScalar()) file.fail(node, "a single value");
+    if (node.Tag() == "!") return recipe::Value::string(node.Scalar());  // quoted in the file
+    return recipe::Value::from_plain(node.Scalar());
+}
+
+std::vector<std::string> keys_of(const RulesFile& file, const YAML::Node& node) {
+    if (!node) return {};
+    if (node.IsSequence()) return file.strings(node, "key names");
+    return {file.string(node, "a key name")};
+}
+
+template <typename T, typename Read>
+std::vector<std::pair<std::string, T>> pairs(const RulesFile& file, const YAML::Node& node, Read read) {
+    std::vector<std::pair<std::string, T>> out;
+    if (!node) return out;
+    if (!node.IsMap()) file.fail(node, "a mapping of key: value");
+    for (const auto& item : node) out.emplace_back(item.first.Scalar(), read(item.second));
+    return out;
+}
+
+Move move_of(const RulesFile& file, const YAML::Node& node, const std::string& id) {
+    file.expect_fields(node, {"lever", "key", "set", "step", "guard", "with", "adjust", "requires", "why"});
+    Move move;
+    move.id = id;
+    move.lever = file.string(node["lever"], "a lever name");
+    move.keys = keys_of(file, node["key"]);
+    if (node["set"]) move.set = scalar_value(file, node["set"]);
+    if (node["step"]) {
+        const auto step = file.string(node["step"], "up or down");
+        if (step != "up" && step != "down") file.fail(node["step"], "up or down");
+        move.step = step == "up" ? 1 : -1;
+    }
+    if (move.set.has_value() == (move.step != 0)) file.fail(node, "exactly one of set: or step:");
+    move.guard = optional_expression(file, node["guard"], "a guard expression");
+    move.with = pairs<recipe::Value>(file, node["with"], [&](const YAML::Node& v) { return scalar_value(file, v); });
+    move.adjust = pairs<gate::Expression>(file, node["adjust"],
+                                          [&](const YAML::Node& v) { return expression(file, v, "an expression"); });
+    move.requires_values =
+        pairs<recipe::Value>(file, node["requires"], [&](const YAML::Node& v) { return scalar_value(file, v); });
+    move.why = file.string(node["why"], "the reason for the move");
+    return move;
+}
+
+Phase phase_of(const RulesFile& file, const YAML::Node& node) {
+    file.expect_fields(node, {"name", "when", "why", "moves"});
+    Phase phase;
+    phase.name = file.string(node["name"], "a phase name");
+    phase.when = optional_expression(file, node["when"], "a condition");
+    phase.why = file.string(node["why"], "the reason for the phase");
+    if (!node["moves"] || !node["moves"].IsSequence()) file.fail(node, "a list of moves");
+    for (std::size_t i = 0; i < node["moves"].size(); ++i)
+        phase.moves.push_back(move_of(file, node["moves"][i], fmt::format("{}/{}", phase.name, i + 1)));
+    return phase;
+}
+
+}  // namespace
+
+SearchRules SearchRules::load(const std::filesystem::path& path) {
+    const RulesFile file{path};
+    const auto& root = file.root();
+    file.expect_fields(root, {"version", "acceptance", "on_failure", "phases", "stop"});
+    SearchRules rules{
+        .acceptance = {.min_gain = expression(file, root["acceptance"]["min_gain"], "a gain expression"),
+                       .confirm_best = expression(file, root["acceptance"]["confirm_best"], "a condition")},
+        .on_failure = {},
+        .phases = {},
+        .stop = {},
+        .source = file.path()};
+    for (const auto& node : root["on_failure"]) {
+        file.expect_fields(node, {"when", "action", "then", "mark", "why"});
+        rules.on_failure.push_back({expression(file, node["when"], "a condition"), file.string(node["action"], "an action"),
+                                    node["then"] ? file.string(node["then"], "an action") : "",
+                                    node["mark"] ? file.string(node["mark"], "a mark") : "",
+                                    file.string(node["why"], "the reason")});
+    }
+    for (const auto& node : root["phases"]) rules.phases.push_back(phase_of(file, node));
+    for (const auto& node : root["stop"]) {
+        file.expect_fields(node, {"when", "why"});
+        rules.stop.push_back({expression(file, node["when"], "a condition"), file.string(node["why"], "the reason")});
+    }
+    return rules;
+}
+
+const SearchRules& default_search_rules() {
+    static const SearchRules rules = SearchRules::load(data_dir() / "skills" / "rules" / "search.yaml");
+    return rules;
+}
+
+}  // namespace attune::policy
