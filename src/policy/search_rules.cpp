@@ -85,6 +85,7 @@ SearchRules SearchRules::load(const std::filesystem::path& path) {
     file.expect_fields(root, {"version", "acceptance", "on_failure", "phases", "stop"});
     SearchRules rules{
         .acceptance = {.min_gain = expression(file, root["acceptance"]["min_gain"], "a gain expression"),
+                       .keep_neutral = optional_expression(file, root["acceptance"]["keep_neutral"], "a condition"),
                        .confirm_best = expression(file, root["acceptance"]["confirm_best"], "a condition")},
         .on_failure = {},
         .phases = {},

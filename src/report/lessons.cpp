@@ -18,19 +18,36 @@ std::string edits_text(const policy::Edits& edits) {
     return out.empty() ? "(as given)" : out;
 }
 
-/// `llama3` from `meta-llama/Llama-3.1-70B` or a recipe name: the leading letters and digits.
+/// `llama3` from `meta-llama/Meta-Llama-3-8B`: the first known family name in the model's name,
+/// with the version digits that follow it (the families lessons files use, skills/lessons/README.md).
 std::string family_of(const LessonFacts& facts) {
-    std::string name = facts.model;
-    if (const auto slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
-    std::string family;
-    for (const char c : name) {
-        if (std::isalpha(static_cast<unsigned char>(c))) family += char(std::tolower(static_cast<unsigned char>(c)));
-        else if (std::isdigit(static_cast<unsigned char>(c)) && !family.empty()) {
-            family += c;
-            break;
-        } else if (!family.empty() && c != '-' && c != '_') break;
+    const auto slash = facts.model.rfind('/');  // `meta-llama/` names the publisher, not the model
+    std::string name;
+    for (const char c : facts.model.substr(slash == std::string::npos ? 0 : slash + 1))
+        name += char(std::tolower(static_cast<unsigned char>(c)));
+    const auto digit = [&](std::size_t i) { return i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); };
+    for (const std::string family : {"llama", "mixtral", "mistral", "qwen", "deepseek", "gemma", "nemotron", "glm", "gpt"}) {
+        const auto at = name.find(family);
+        if (at == std::string::npos) continue;
+        std::size_t start = at + family.size();
+        if (start < name.size() && (name[start] == '-' || name[start] == '_') && digit(start + 1)) ++start;
+        std::size_t end = start;
+        while (digit(end)) ++end;
+        // A version, not a size: `Llama-3.1-70B` is llama3, `Mixtral-8x7B` is mixtral.
+        const bool version = end > start && (end == name.size() || !std::isalpha(static_cast<unsigned char>(name[end])));
+        return family + (version ? name.substr(start, end - start) : "");
     }
-    return family.empty() ? "unknown" : family;
+    return "unknown";
+}
+
+/// The edits a trial made on top of the incumbent it was proposed against.
+policy::Edits change_of(const CampaignRecord& record, const TrialRecord& t) {
+    const TrialRecord* incumbent = record.trial(t.view.incumbent);
+    policy::Edits change;
+    for (const auto& [key, value] : t.view.edits)
+        if (!incumbent || !incumbent->view.edits.contains(key) || !incumbent->view.edits.at(key).same_as(value))
+            change.insert_or_assign(key, value);
+    return change;
 }
 
 std::string speed(const TrialRecord& t) {
@@ -55,15 +72,15 @@ std::string lessons(const CampaignRecord& record, const LessonFacts& facts) {
     out += "## What helped (in the order accepted)\n| lever | change | gain | evidence |\n| --- | --- | --- | --- |\n";
     for (const auto& t : record.trials)
         if (t.view.accepted && t.view.kind == "candidate")
-            out += fmt::format("| {} | {} | {} | trial {}, {} |\n", t.view.lever, edits_text(t.view.edits),
+            out += fmt::format("| {} | {} | {} | trial {}, {} |\n", t.view.lever, edits_text(change_of(record, t)),
                                t.gain ? fmt::format("{:+.1f}%", 100 * *t.gain) : "-", t.view.n, speed(t));
     out += "\n## What failed or was refused, and why\n";
     for (const auto& t : record.trials) {
         const std::string verdict = verdict_of(t);
         if (verdict == "refused" || verdict == "predicted-oom" || verdict == "infeasible")
-            out += fmt::format("- {} ({}): {} — {}\n", t.view.lever, edits_text(t.view.edits), verdict, t.refusal);
+            out += fmt::format("- {} ({}): {} — {}\n", t.view.lever, edits_text(change_of(record, t)), verdict, t.refusal);
         else if (t.view.measured && t.view.measured->status != "ok")
-            out += fmt::format("- {} ({}): {} — {}\n", t.view.lever, edits_text(t.view.edits), t.view.measured->status,
+            out += fmt::format("- {} ({}): {} — {}\n", t.view.lever, edits_text(change_of(record, t)), t.view.measured->status,
                                t.evidence.empty() ? t.reason : t.evidence.front());
     }
     out += "\n## For the next campaign\n";

@@ -1,0 +1,199 @@
+// Black-box: `attune tune` on the simulated cluster, as a user runs it: the result, the budget,
+// the gate, resume after a crash at any event, a recipe that cannot fit, and bad input.
+#include "../support/run.hpp"
+
+#include <attune/campaign/journal.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using attune::test_support::run_attune;
+using attune::test_support::TempDir;
+using nlohmann::json;
+
+std::string example(const std::string& name) { return std::string(ATTUNE_SOURCE_DIR) + "/examples/" + name; }
+std::string fixture(const std::string& name) { return std::string(ATTUNE_FIXTURES) + "/tune/" + name; }
+
+json tune_json(const std::vector<std::string>& extra, const fs::path& campaign) {
+    std::vector<std::string> args{"-q", "tune", "--json", "--campaign", campaign.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto result = run_attune(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return json::parse(result.out);
+}
+
+std::vector<json> journal_events(const fs::path& campaign) {
+    std::ifstream in(campaign / "journal.jsonl");
+    std::vector<json> events;
+    for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
+    return events;
+}
+
+double oracle(const std::string& recipe, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"sim", "oracle", recipe, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto result = run_attune(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return json::parse(result.out)["best"]["tokens_per_s_per_gpu"].get<double>();
+}
+
+void expect_sound(const json& result, const fs::path& campaign, const std::string& recipe) {
+    EXPECT_LE(result["gpu_hours_spent"].get<double>(), result["budget_gpu_hours"].get<double>());
+    for (const auto& trial : result["trials"])
+        if (trial["verdict"] == "accept") {
+            EXPECT_EQ(trial["status"], "ok") << trial.dump();
+            EXPECT_EQ(trial["reason"].get<std::string>().find("objective-drift"), std::string::npos);
+        }
+    const auto check = run_attune({"gate", "check", recipe, (campaign / "best.yaml").string()});
+    EXPECT_EQ(check.exit_code, 0) << "best.yaml must pass the gate against the original:\n" << check.out;
+}
+
+struct AcceptanceCase {
+    std::string recipe;
+    std::string cluster;
+};
+
+class TuneReachesTheOracle : public testing::TestWithParam<AcceptanceCase> {};
+
+TEST_P(TuneReachesTheOracle, WithinTheBudgetAndTheGate) {
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = example("recipes/" + GetParam().recipe);
+    std::vector<std::string> args{recipe, "--budget", "200gpuh"};
+    std::vector<std::string> oracle_args;
+    if (!GetParam().cluster.empty()) {
+        args.insert(args.end(), {"--cluster", example("clusters/" + GetParam().cluster)});
+        oracle_args = {"--cluster", example("clusters/" + GetParam().cluster)};
+    }
+    const json result = tune_json(args, campaign);
+    const double best = result["best"]["tokens_per_s_per_gpu"].get<double>();
+    EXPECT_GE(best, 0.9 * oracle(recipe, oracle_args)) << result.dump(2);
+    EXPECT_GT(result["speedup"].get<double>(), 1.2);
+    expect_sound(result, campaign, recipe);
+    EXPECT_TRUE(fs::exists(campaign / "report.md"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, TuneReachesTheOracle,
+                         testing::Values(AcceptanceCase{"nemo-llama3-8b-h100.yaml", ""},
+                                         AcceptanceCase{"nemo-mixtral-8x7b-h100.yaml", ""},
+                                         AcceptanceCase{"nemo-llama3-8b-h100.yaml", "p5e-h200.yaml"},
+                                         AcceptanceCase{"nemo-llama3-70b-h100.yaml", "p6-b200.yaml"}));
+
+TEST(TuneResume, AKilledCampaignResumesToTheSameResultAtEveryKillPoint) {
+    const TempDir dir;
+    const std::string recipe = example("recipes/nemo-llama3-8b-h100.yaml");
+    const json whole = tune_json({recipe, "--budget", "60gpuh"}, dir.path() / "whole");
+    const auto events = journal_events(dir.path() / "whole").size();
+    ASSERT_GT(events, 20u);
+    for (std::size_t n = 1; n < events; n += 3) {
+        const auto campaign = dir.path() / ("killed-" + std::to_string(n));
+        const auto killed = run_attune({"-q", "tune", recipe, "--budget", "60gpuh", "--campaign", campaign.string()}, {},
+                                       {"ATTUNE_FAULT_ABORT_AFTER_EVENTS=" + std::to_string(n)});
+        ASSERT_NE(killed.exit_code, 0) << "the fault hook must abort after event " << n;
+        EXPECT_EQ(journal_events(campaign).size(), n) << "every appended event survives the crash";
+        const json resumed = tune_json({"--resume"}, campaign);
+        EXPECT_EQ(resumed["best"]["edits"], whole["best"]["edits"]) << "killed after event " << n;
+        EXPECT_DOUBLE_EQ(resumed["gpu_hours_spent"].get<double>(), whole["gpu_hours_spent"].get<double>())
+            << "a measured trial is never charged twice (killed after event " << n << ")";
+        expect_sound(resumed, campaign, recipe);
+    }
+}
+
+TEST(TuneResume, ATornLastLineIsDroppedAndTheCampaignGoesOn) {
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = example("recipes/nemo-llama3-8b-h100.yaml");
+    run_attune({"-q", "tune", recipe, "--budget", "60gpuh", "--campaign", campaign.string()}, {},
+               {"ATTUNE_FAULT_ABORT_AFTER_EVENTS=9"});
+    std::ofstream(campaign / "journal.jsonl", std::ios::app) << R"({"v":1,"seq":10,"type":"metr)";
+    const json resumed = tune_json({"--resume"}, campaign);
+    EXPECT_TRUE(resumed["finished"].get<bool>());
+    for (const auto& event : journal_events(campaign)) EXPECT_TRUE(event.contains("type"));
+}
+
+TEST(TuneResume, ASecondProcessOnTheSameCampaignIsRefused) {
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    tune_json({example("recipes/nemo-llama3-8b-h100.yaml"), "--budget", "20gpuh"}, campaign);
+    const attune::campaign::CampaignLock held{campaign};
+    const auto second = run_attune({"tune", "--resume", "--campaign", campaign.string()});
+    EXPECT_EQ(second.exit_code, 2);
+    EXPECT_NE(second.err.find("another attune process"), std::string::npos) << second.err;
+}
+
+TEST(TuneFailures, ARecipeThatCannotFitEndsCleanlyAndTheReportSaysSo) {
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const json result = tune_json({fixture("llama3-70b-one-gpu.yaml"), "--budget", "20gpuh"}, campaign);
+    EXPECT_TRUE(result["speedup"].is_null());
+    EXPECT_TRUE(result["finished"].get<bool>());
+    EXPECT_EQ(result["trials"][0]["status"], "oom");
+    std::ifstream report(campaign / "report.md");
+    std::stringstream text;
+    text << report.rdbuf();
+    EXPECT_NE(text.str().find("No configuration ran to completion"), std::string::npos) << text.str();
+}
+
+TEST(TuneBadInput, BudgetsThatAreNotAPositiveGpuTimeAreUsageErrorsAndWriteNothing) {
+    const TempDir dir;
+    for (const std::string budget : {"0", "-5gpuh", "lots", "0gpuh"}) {
+        const auto campaign = dir.path() / "c";
+        const auto result = run_attune({"tune", example("recipes/nemo-llama3-8b-h100.yaml"), "--budget", budget,
+                                        "--campaign", campaign.string()});
+        EXPECT_EQ(result.exit_code, 2) << budget;
+        EXPECT_NE(result.err.find(budget), std::string::npos) << result.err;
+        EXPECT_FALSE(fs::exists(campaign)) << budget;
+    }
+}
+
+TEST(TuneBadInput, ARecipeTheGateCannotClassifyIsAUsageError) {
+    const TempDir dir;
+    const auto result = run_attune({"tune", fixture("not-a-recipe.yaml"), "--campaign", (dir.path() / "c").string()});
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("not-a-recipe.yaml"), std::string::npos) << result.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "c"));
+}
+
+TEST(TuneBadInput, AnUnwritableCampaignFolderIsAUsageError) {
+    const TempDir dir;
+    const auto file = dir.write("plain-file", "not a folder");
+    const auto result = run_attune({"tune", example("recipes/nemo-llama3-8b-h100.yaml"), "--campaign", (file / "c").string()});
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_NE(result.err.find("cannot create the campaign folder"), std::string::npos) << result.err;
+}
+
+TEST(TuneBadInput, AnExistingCampaignIsNotOverwritten) {
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    tune_json({example("recipes/nemo-llama3-8b-h100.yaml"), "--budget", "20gpuh"}, campaign);
+    const auto before = journal_events(campaign).size();
+    const auto again = run_attune({"tune", example("recipes/nemo-llama3-8b-h100.yaml"), "--campaign", campaign.string()});
+    EXPECT_EQ(again.exit_code, 2);
+    EXPECT_NE(again.err.find("--resume"), std::string::npos) << again.err;
+    EXPECT_EQ(journal_events(campaign).size(), before);
+}
+
+TEST(TuneReport, HtmlHasAnInlinePlotAndNoScriptJsonAndLessonsReadTheSameJournal) {
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const json result = tune_json({example("recipes/nemo-llama3-8b-h100.yaml"), "--budget", "60gpuh"}, campaign);
+    const auto html = run_attune({"report", campaign.string(), "--format", "html"});
+    ASSERT_EQ(html.exit_code, 0) << html.err;
+    EXPECT_NE(html.out.find("<svg"), std::string::npos);
+    EXPECT_EQ(html.out.find("<script"), std::string::npos);
+    const auto as_json = run_attune({"report", campaign.string(), "--format", "json"});
+    ASSERT_EQ(as_json.exit_code, 0);
+    EXPECT_EQ(json::parse(as_json.out)["best"]["edits"], result["best"]["edits"]);
+    const auto lessons = run_attune({"lessons", campaign.string()});
+    ASSERT_EQ(lessons.exit_code, 0) << lessons.err;
+    EXPECT_EQ(lessons.out.rfind("---\nlessons: 1\nmodel_family: llama3", 0), 0u) << lessons.out;
+    EXPECT_NE(lessons.out.find("## What helped"), std::string::npos);
+}
+
+}  // namespace
