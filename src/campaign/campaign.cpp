@@ -160,14 +160,24 @@ private:
 
     recipe::Document document_of(const policy::Edits& edits) const { return m_ctx.original.with_edits(edit_list(edits)); }
 
-    /// The candidate plus the trial-only keys that make it a short run (its step count).
+    /// The candidate plus the trial-only keys that make it a short run (its step count). Keys that
+    /// read a trial-only key through an interpolation (HyperPod's lr_decay_iters reads max_steps)
+    /// are pinned to the candidate's value, so the trial trains the same schedule, only shorter.
     recipe::Document trial_document(const policy::Edits& edits, int steps) const {
         policy::Edits trial_edits = edits;
         for (const auto& rule : m_ctx.adapter->key_rules())
             if (rule.trial_only && rule.lever == "train_steps" && m_ctx.original.find(rule.pattern) != nullptr &&
                 m_ctx.original.find(rule.pattern)->as_number())
                 trial_edits.insert_or_assign(rule.pattern, recipe::Value::number(steps));
-        return document_of(trial_edits);
+        const recipe::Document candidate = document_of(edits);
+        const recipe::Document trial = document_of(trial_edits);
+        policy::Edits pins;
+        for (const auto& leaf : trial.leaves()) {
+            if (trial_edits.contains(leaf.path)) continue;
+            const recipe::Value* before = candidate.find(leaf.path);
+            if (before != nullptr && !before->same_as(leaf.value)) pins.emplace(leaf.path, *before);
+        }
+        return pins.empty() ? trial : document_of(policy::merged(trial_edits, pins));
     }
 
     std::pair<gate::Verdict, std::optional<gate::GatedTrial>> admit(const TrialRecord& trial) const {
