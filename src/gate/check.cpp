@@ -50,7 +50,8 @@ void judge(Change& change, const KeyRule* rule, const Policy& policy, const Chec
                                                  rule->lever + "]' in a --gate-policy file";
             break;
         case KeyClass::derived: {
-            if (!rule->derived_from) {
+            // Null (or no key) leaves the derivation to the framework; only a written value can disagree.
+            if (!rule->derived_from || !change.to || change.to->is_null()) {
                 change.allowed = true;
                 change.reason = "derived: " + rule->why;
                 return;
