@@ -38,6 +38,10 @@ nlohmann::json to_json(const RunMetrics& metrics, const Diagnosis& diagnosis) {
     for (const auto& item : metrics.evidence) {
         evidence.push_back({{"line", item.line == 0 ? nlohmann::json(nullptr) : nlohmann::json(item.line)}, {"text", item.text}});
     }
+    nlohmann::json facts = nlohmann::json::object();
+    for (const auto& [name, value] : diagnosis.facts) {
+        facts[name] = number_or_null(value);
+    }
     return {{"dialect", metrics.dialect.empty() ? nlohmann::json(nullptr) : nlohmann::json(metrics.dialect)},
             {"status", status_name(metrics.status)},
             {"steps_seen", metrics.steps.size()},
@@ -53,6 +57,7 @@ nlohmann::json to_json(const RunMetrics& metrics, const Diagnosis& diagnosis) {
             {"bottleneck", diagnosis.bottleneck},
             {"bottleneck_rule", diagnosis.rule.empty() ? nlohmann::json(nullptr) : nlohmann::json(diagnosis.rule)},
             {"headroom", diagnosis.headroom},
+            {"facts", facts},
             {"evidence", evidence}};
 }
 

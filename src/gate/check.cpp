@@ -50,7 +50,8 @@ void judge(Change& change, const KeyRule* rule, const Policy& policy, const Chec
                                                  rule->lever + "]' in a --gate-policy file";
             break;
         case KeyClass::derived: {
-            if (!rule->derived_from) {
+            // Null (or no key) leaves the derivation to the framework; only a written value can disagree.
+            if (!rule->derived_from || !change.to || change.to->is_null()) {
                 change.allowed = true;
                 change.reason = "derived: " + rule->why;
                 return;
@@ -136,11 +137,16 @@ std::vector<InvariantCheck> check_invariants(const recipe::Document& baseline, c
     const auto on_candidate = lookup_in(candidate);
     std::vector<InvariantCheck> checks;
     for (const auto& invariant : rules.invariants()) {
-        if (invariant.when) {
-            const auto before = invariant.when->evaluate(on_baseline);
-            const auto after = invariant.when->evaluate(on_candidate);
-            if (!(before && *before != 0) && !(after && *after != 0)) continue;
-        }
+        const auto applies = [&invariant](const auto& lookup) {
+            if (!invariant.when) return true;
+            const auto value = invariant.when->evaluate(lookup);
+            return value && *value != 0;
+        };
+        const bool applies_before = applies(on_baseline);
+        const bool applies_after = applies(on_candidate);
+        // `same` compares the two sides, so it applies when either meets `when`; `holds` judges the
+        // candidate, so the candidate must meet it (turning a feature off drops its requirement).
+        if (invariant.same ? !(applies_before || applies_after) : !applies_after) continue;
         const auto& expression = invariant.same ? *invariant.same : *invariant.holds;
         const auto before = expression.evaluate(on_baseline);
         const auto after = expression.evaluate(on_candidate);
@@ -151,12 +157,14 @@ std::vector<InvariantCheck> check_invariants(const recipe::Document& baseline, c
             check.candidate = show(after);
             check.ok = std::fabs(*before - *after) <= 1e-9 * std::max(1.0, std::fabs(*before));
         } else {
-            const bool held_before = before && *before != 0;
-            check.baseline = before ? (held_before ? "holds" : "broken") : "n/a";
+            // The original's result counts only where the invariant applied to it.
+            const bool judged_before = applies_before && before.has_value();
+            const bool held_before = judged_before && *before != 0;
+            check.baseline = judged_before ? (held_before ? "holds" : "broken") : "n/a";
             check.candidate = *after != 0 ? "holds" : "broken";
             // Broken in the working original too: the job shape attune assumed is wrong, not the edit.
-            check.ok = *after != 0 || (before && !held_before);
-            if (before && !held_before && *after == 0) check.candidate = "broken in the original too (check --cluster)";
+            check.ok = *after != 0 || (judged_before && !held_before);
+            if (judged_before && !held_before && *after == 0) check.candidate = "broken in the original too (check --cluster)";
         }
         checks.push_back(std::move(check));
     }

@@ -86,4 +86,49 @@ TEST(DiagnoseCli, TextOutputNamesStatusAndBottleneck) {
     EXPECT_NE(outcome.out.find("bottleneck: failed"), std::string::npos) << outcome.out;
 }
 
+// --recipe: the layout comes from the recipe through the gate's adapter, the GPU from the cluster.
+std::string with_recipe(const std::string& name) {
+    return std::string(ATTUNE_FIXTURES) + "/diagnose-recipe/" + name;
+}
+
+TEST(DiagnoseCli, RecipeGivesTheRulesThePipelineLayoutAndTheGpu) {
+    const std::string log = with_recipe("mcore-throughput-timers-ok.log");
+    const auto plain = nlohmann::json::parse(run_attune("diagnose --json " + log).out);
+    EXPECT_EQ(plain["bottleneck"], "unknown");
+    EXPECT_FALSE(plain["facts"].contains("bubble_fraction"));
+    EXPECT_FALSE(plain["facts"].contains("tp_over_node"));
+
+    const auto outcome = run_attune("diagnose --json " + log + " --recipe " + with_recipe("nemo-pp8-dp8-full-recompute.yaml"));
+    ASSERT_EQ(outcome.exit_code, 0);
+    const auto document = nlohmann::json::parse(outcome.out);
+    const auto& facts = document["facts"];
+    // 8 nodes x 8 GPUs, tp 1, pp 8: dp 8, and a global batch of 184 at micro batch 1 is 23 micro-batches.
+    EXPECT_EQ(facts["pp"], 8);
+    EXPECT_EQ(facts["dp"], 8);
+    EXPECT_EQ(facts["num_microbatches"], 23);
+    EXPECT_NEAR(facts["bubble_fraction"].get<double>(), 7.0 / 23.0, 1e-9);
+    EXPECT_NEAR(facts["tp_over_node"].get<double>(), 1.0 / 8.0, 1e-9);
+    EXPECT_EQ(facts["recompute_full"], 1);
+    // The default cluster's H100: 79.6 GiB usable, 989.4 dense BF16 TFLOP/s.
+    EXPECT_NEAR(facts["gpu_memory_gib"].get<double>(), 79.6, 1e-9);
+    EXPECT_NEAR(facts["mfu"].get<double>(), 469.7 / 989.4, 1e-6);
+    EXPECT_EQ(document["bottleneck"], "pipeline-bubble");
+    EXPECT_NE(document["headroom"].dump().find("selective recompute"), std::string::npos);
+}
+
+TEST(DiagnoseCli, ClusterFileGivesTheGpuMemory) {
+    const auto outcome = run_attune("diagnose --json " + with_recipe("mcore-throughput-timers-ok.log") + " --recipe " +
+                                    with_recipe("nemo-pp8-dp8-full-recompute.yaml") + " --cluster " + with_recipe("h200.yaml"));
+    ASSERT_EQ(outcome.exit_code, 0);
+    EXPECT_NEAR(nlohmann::json::parse(outcome.out)["facts"]["gpu_memory_gib"].get<double>(), 140.4, 1e-9);
+}
+
+TEST(DiagnoseCli, RecipeOfNoKnownFrameworkExitsTwo) {
+    EXPECT_EQ(run_attune("diagnose " + with_recipe("mcore-throughput-timers-ok.log") + " --recipe " + with_recipe("h200.yaml")).exit_code, 2);
+}
+
+TEST(DiagnoseCli, ClusterWithoutRecipeExitsTwo) {
+    EXPECT_EQ(run_attune("diagnose " + with_recipe("mcore-throughput-timers-ok.log") + " --cluster " + with_recipe("h200.yaml")).exit_code, 2);
+}
+
 }  // namespace

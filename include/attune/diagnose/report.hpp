@@ -9,7 +9,8 @@
 namespace attune::diagnose {
 
 /// The `attune diagnose --json` document: dialect, status, steps_seen, last_step, steps[], steady{},
-/// peak_memory_gib, bottleneck, evidence[]; null where the log does not say (NaN losses are null).
+/// peak_memory_gib, bottleneck, bottleneck_rule, headroom[], facts{} (the numbers the rules read),
+/// evidence[]; null where the log does not say (NaN losses are null).
 nlohmann::json to_json(const RunMetrics& metrics, const Diagnosis& diagnosis);
 
 /// The human-readable summary printed without --json.

@@ -110,7 +110,7 @@ struct Invariant {
     std::string name;
     std::optional<Expression> same;   ///< must evaluate equal on both
     std::optional<Expression> holds;  ///< must be true on the candidate
-    std::optional<Expression> when;   ///< applies only when true on either side
+    std::optional<Expression> when;   ///< `same`: applies when true on either side; `holds`: when true on the candidate
     std::string why;
 };
 

@@ -153,6 +153,8 @@ TEST_F(GateCheck, ChecksDerivedKeysAgainstTheirFormula) {
     // 2 nodes x 8 GPUs / tp 2 = dp 8; gbs 64 / (mbs 1 x dp 8) = 8.
     EXPECT_TRUE(judge_edits({{"model.grad_accum", recipe::Value::number(8), true}}).allowed);
     EXPECT_EQ(refused(judge_edits({{"model.grad_accum", recipe::Value::number(4), true}})), Keys{"model.grad_accum"});
+    // Null asks the framework to derive it, which cannot disagree with the formula.
+    EXPECT_TRUE(judge_edits({{"model.grad_accum", recipe::Value::null(), true}}).allowed);
 }
 
 TEST(GateRules, ReportTheFileAndLineOfABadAdapter) {
