@@ -38,6 +38,7 @@ struct UrlParts {
 UrlParts split_url(const std::string& url) {
     UrlParts parts;
     const auto scheme_end = url.find("://");
+    if (scheme_end == std::string::npos) return parts;  // config.cpp admits http(s) URLs only
     const std::string scheme = url.substr(0, scheme_end + 3);
     const std::string rest = url.substr(scheme_end + 3);
     const auto path_start = rest.find_first_of("/?");
@@ -113,7 +114,7 @@ Credentials read_credentials(const Config& config, const Environment& environmen
         out.aws.session_token = nonempty(environment, "AWS_SESSION_TOKEN").value_or("");
         out.region = nonempty(environment, "AWS_REGION")
                          .value_or(nonempty(environment, "AWS_DEFAULT_REGION")
-                                       .value_or(region_from_host(split_url(config.base_url + "/").host)));
+                                       .value_or(region_from_host(split_url(config.base_url).host)));
         if (out.region.empty())
             throw InputError("--llm bedrock: no AWS region; set AWS_REGION (or AWS_DEFAULT_REGION), or give "
                              "--llm-url https://bedrock-runtime.REGION.amazonaws.com");
