@@ -1,11 +1,9 @@
 #include <attune/campaign/budget.hpp>
 #include <attune/campaign/campaign.hpp>
+#include <attune/campaign/factories.hpp>
 #include <attune/cli/command.hpp>
 #include <attune/core/error.hpp>
-#include <attune/launch/backend.hpp>
-#include <attune/policy/rules_policy.hpp>
 #include <attune/report/report.hpp>
-#include <attune/sim/world.hpp>
 #include <attune/util/files.hpp>
 
 #include <CLI/CLI.hpp>
@@ -34,23 +32,15 @@ struct TuneOptions {
     std::string gate_policy;
     std::uint64_t seed = 1;
     std::uint64_t world_seed = 0;
+    std::string llm;
+    std::string llm_url;
+    bool no_skills = false;
     bool json = false;
 };
 
 std::atomic<bool> g_interrupted{false};
 
 void on_interrupt(int) { g_interrupted.store(true); }
-
-std::unique_ptr<policy::Policy> make_policy(const std::string& name) {
-    if (name == "rules") return policy::make_rules_policy(policy::default_search_rules());
-    throw InputError(fmt::format("--policy {}: not available in this build; expected rules", name));
-}
-
-std::unique_ptr<launch::Backend> make_backend(const campaign::Context& context) {
-    if (context.backend == "sim")
-        return launch::make_sim_backend(context.cluster, context.world_seed ? context.world_seed : sim::k_default_world_seed);
-    throw InputError(fmt::format("--backend {}: not available in this build; expected sim", context.backend));
-}
 
 fs::path default_campaign_dir(const std::string& recipe) {
     const std::time_t now = std::time(nullptr);
@@ -78,15 +68,17 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     if (!o.gate_policy.empty()) settings.gate_policy = o.gate_policy;
     settings.seed = o.seed;
     settings.world_seed = o.world_seed;
-    make_policy(o.policy);  // refuse an unknown policy before anything is written
+    campaign::check_policy_name(o.policy);  // refuse an unknown policy before anything is written
     return campaign::create(o.campaign_dir.empty() ? default_campaign_dir(o.recipe) : fs::path(o.campaign_dir), settings);
 }
 
 int execute(const TuneOptions& options) {
     auto opened = open_campaign(options);
     const auto& context = opened.context;
-    auto policy = make_policy(context.policy);
-    auto backend = make_backend(context);
+    auto policy = campaign::make_policy({.name = context.policy, .llm = options.llm, .llm_url = options.llm_url,
+                                         .no_skills = options.no_skills, .seed = context.seed},
+                                        context);
+    auto backend = campaign::make_backend(context);
     const bool quiet = global_options().quiet;
     const campaign::Progress progress = [&](const campaign::CampaignRecord& record, const campaign::TrialRecord& trial) {
         if (!quiet) fmt::print(stderr, "{}\n", report::trial_line(record, trial));
@@ -120,6 +112,9 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     tune->add_option("--gate-policy", options->gate_policy, "Gate policy file over gate/policy.default.yaml");
     tune->add_option("--seed", options->seed, "Seed of the trials' run-to-run noise");
     tune->add_option("--world-seed", options->world_seed, "sim backend: which simulated world (hidden factors)");
+    tune->add_option("--llm", options->llm, "--policy llm: PROVIDER:MODEL (openai, anthropic, bedrock)");
+    tune->add_option("--llm-url", options->llm_url, "--policy llm: base URL as the provider's SDK takes it");
+    tune->add_flag("--no-skills", options->no_skills, "--policy llm: without the skill set (ablation)");
     tune->add_flag("--json", options->json, "Print the result as one JSON document");
     tune->fallthrough();  // -q before or after the subcommand
     tune->callback([options, &chosen] { chosen = [options] { return execute(*options); }; });

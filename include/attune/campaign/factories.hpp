@@ -1,0 +1,30 @@
+#pragma once
+// The one place that maps --policy and --backend names to their implementations, so that a new
+// policy or backend is one line here and the loop never changes.
+
+#include <attune/campaign/campaign.hpp>
+
+#include <memory>
+#include <string>
+
+namespace attune::campaign {
+
+/// What a policy may need beyond the campaign state (LLM endpoint, seeds).
+struct PolicyOptions {
+    std::string name = "rules";
+    std::string llm;          ///< --llm PROVIDER:MODEL
+    std::string llm_url;      ///< --llm-url
+    bool no_skills = false;   ///< --no-skills (the ablation)
+    std::uint64_t seed = 1;
+};
+
+/// The policy named `options.name`; throws InputError naming the accepted names otherwise.
+std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const Context& context);
+
+/// Throws InputError unless `name` is a policy this build has (checked before anything is written).
+void check_policy_name(const std::string& name);
+
+/// The backend the campaign was started with; throws InputError naming the accepted names otherwise.
+std::unique_ptr<launch::Backend> make_backend(const Context& context);
+
+}  // namespace attune::campaign
