@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 namespace attune::campaign {
 
@@ -75,6 +76,7 @@ private:
             return finish(record, fmt::format("{} proposals in a row were refused or predicted to fail", k_max_proposals_without_launch));
         const auto state = state_of(record);
         auto decision = m_policy.propose(state);
+        for (auto& [type, fields] : m_policy.take_records()) m_journal.append(type, std::move(fields));
         if (auto* stop = std::get_if<policy::Stop>(&decision)) return finish(record, stop->reason);
         propose(record, "candidate", std::get<policy::Proposal>(decision));
     }
@@ -143,7 +145,27 @@ private:
         state.budget_left_gpu_s = record.left_gpu_s();
         state.trial_cost_gpu_s = trial_cost(state.incumbent_edits);
         state.estimate = [this](const policy::Edits& edits) { return estimate(edits); };
+        state.read_log = [this, &record](int n, const std::string& pattern, int tail) { return log_lines(record, n, pattern, tail); };
+        state.rules = m_ctx.rules;
+        state.gate_policy = &m_ctx.gate_policy;
         return state;
+    }
+
+    /// What a policy may read of a trial's logs: matching lines, the last `tail`, at most 16 KiB.
+    std::string log_lines(const CampaignRecord& record, int n, const std::string& pattern, int tail) const {
+        const TrialRecord* trial = record.trial(n);
+        if (trial == nullptr || trial->logs.empty()) return fmt::format("trial {} has no logs", n);
+        std::vector<std::string> lines;
+        for (const auto& log : trial->logs) {
+            std::ifstream in(m_ctx.dir / log);
+            for (std::string line; std::getline(in, line);)
+                if (pattern.empty() || line.find(pattern) != std::string::npos) lines.push_back(line);
+        }
+        const std::size_t keep = std::min(lines.size(), std::size_t(std::clamp(tail, 1, 400)));
+        std::string out;
+        for (std::size_t i = lines.size() - keep; i < lines.size(); ++i) out += lines[i] + "\n";
+        constexpr std::size_t k_max_log_bytes = 16 << 10;
+        return out.size() > k_max_log_bytes ? out.substr(out.size() - k_max_log_bytes) : out;
     }
 
     // ------------------------------------------------------------------ one trial, stage by stage

@@ -51,6 +51,10 @@ fs::path default_campaign_dir(const std::string& recipe) {
     return fs::path("attune-campaigns") / fmt::format("{}-{}", fs::path(recipe).stem().string(), stamp);
 }
 
+campaign::PolicyOptions policy_options(const TuneOptions& o, std::uint64_t seed) {
+    return {.name = o.policy, .llm = o.llm, .llm_url = o.llm_url, .no_skills = o.no_skills, .seed = seed};
+}
+
 campaign::Opened open_campaign(const TuneOptions& o) {
     if (o.resume) {
         if (o.campaign_dir.empty()) throw InputError("--resume needs --campaign DIR: the campaign to continue");
@@ -68,16 +72,23 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     if (!o.gate_policy.empty()) settings.gate_policy = o.gate_policy;
     settings.seed = o.seed;
     settings.world_seed = o.world_seed;
-    campaign::check_policy_name(o.policy);  // refuse an unknown policy before anything is written
+    settings.llm = o.llm;
+    settings.llm_url = o.llm_url;
+    settings.no_skills = o.no_skills;
+    campaign::check_policy(policy_options(o, o.seed));  // refuse a bad policy before anything is written
     return campaign::create(o.campaign_dir.empty() ? default_campaign_dir(o.recipe) : fs::path(o.campaign_dir), settings);
 }
 
 int execute(const TuneOptions& options) {
     auto opened = open_campaign(options);
     const auto& context = opened.context;
-    auto policy = campaign::make_policy({.name = context.policy, .llm = options.llm, .llm_url = options.llm_url,
-                                         .no_skills = options.no_skills, .seed = context.seed},
-                                        context);
+    // On --resume the campaign's own LLM settings apply unless given again.
+    auto options_for_policy = policy_options(options, context.seed);
+    options_for_policy.name = context.policy;
+    if (options_for_policy.llm.empty()) options_for_policy.llm = context.llm;
+    if (options_for_policy.llm_url.empty()) options_for_policy.llm_url = context.llm_url;
+    options_for_policy.no_skills = options_for_policy.no_skills || context.no_skills;
+    auto policy = campaign::make_policy(options_for_policy, context);
     auto backend = campaign::make_backend(context);
     const bool quiet = global_options().quiet;
     const campaign::Progress progress = [&](const campaign::CampaignRecord& record, const campaign::TrialRecord& trial) {

@@ -35,6 +35,9 @@ struct Settings {
     std::optional<std::filesystem::path> gate_policy;
     std::uint64_t seed = 1;
     std::uint64_t world_seed = 0;            ///< sim backend only; 0 means the default world
+    std::string llm;                         ///< --policy llm: PROVIDER:MODEL (never a key)
+    std::string llm_url;
+    bool no_skills = false;
 };
 
 /// One line per finished trial for the user's terminal.
@@ -54,6 +57,9 @@ struct Context {
     std::uint64_t world_seed = 0;
     std::string backend;
     std::string policy;
+    std::string llm;
+    std::string llm_url;
+    bool no_skills = false;
 };
 
 /// A campaign folder held by this process: its context, its journal and the lock on it.

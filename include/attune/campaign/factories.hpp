@@ -21,8 +21,9 @@ struct PolicyOptions {
 /// The policy named `options.name`; throws InputError naming the accepted names otherwise.
 std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const Context& context);
 
-/// Throws InputError unless `name` is a policy this build has (checked before anything is written).
-void check_policy_name(const std::string& name);
+/// Throws InputError unless the policy can be made: a known name and, for `llm`, a valid --llm,
+/// --llm-url and the provider's credentials in the environment. Checked before anything is written.
+void check_policy(const PolicyOptions& options);
 
 /// The backend the campaign was started with; throws InputError naming the accepted names otherwise.
 std::unique_ptr<launch::Backend> make_backend(const Context& context);
