@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,5 +58,14 @@ inline constexpr double k_sim_startup_s = 150;
 /// The embedded simulated cluster: trials run in-process in a seeded world the estimator does not
 /// see; time is simulated, so a campaign of hundreds of GPU-hours takes seconds.
 std::unique_ptr<Backend> make_sim_backend(const cluster::Cluster& cluster, std::uint64_t world_seed);
+
+}  // namespace attune::launch
+
+namespace attune::launch {
+
+/// Serves a recorded campaign's outcomes instead of launching: (trial, attempt) -> what was
+/// measured then (log paths absolute, in the recorded folder). A trial the record lacks
+/// "crashes" with a log that says so: the replay has diverged.
+std::unique_ptr<Backend> make_replay_backend(std::map<std::pair<int, int>, Outcome> recorded);
 
 }  // namespace attune::launch
