@@ -123,6 +123,60 @@ TEST(TuneLlm, TheAgentProposesIsRefusedRecoversAndStopsAndNoSecretIsWritten) {
     EXPECT_NE(requests.front().body.find("search-rules.md"), std::string::npos) << "the skill set is in the system prompt";
 }
 
+struct ProviderCase {
+    std::string provider;
+    std::string url_suffix;                  ///< what --llm-url adds to the server's address
+    std::string expected_path;               ///< where attune must post
+    std::vector<std::string> environment;    ///< the provider's credentials (fake)
+    std::string secret;                      ///< must appear in no file the campaign wrote
+};
+
+ScriptedResponse provider_tool_call(const std::string& provider, const std::string& name, const json& input) {
+    if (provider == "anthropic")
+        return {200, json{{"id", "msg_1"}, {"type", "message"}, {"role", "assistant"},
+                          {"content", {{{"type", "tool_use"}, {"id", "toolu_" + name}, {"name", name}, {"input", input}}}},
+                          {"stop_reason", "tool_use"}, {"usage", {{"input_tokens", 800}, {"output_tokens", 30}}}}.dump(), {}, {}};
+    return {200, json{{"output", {{"message", {{"role", "assistant"},
+                                                {"content", {{{"toolUse", {{"toolUseId", "t-" + name}, {"name", name}, {"input", input}}}}}}}}}},
+                      {"stopReason", "tool_use"}, {"usage", {{"inputTokens", 800}, {"outputTokens", 30}, {"totalTokens", 830}}}}.dump(), {}, {}};
+}
+
+class TuneLlmProvider : public testing::TestWithParam<ProviderCase> {};
+
+TEST_P(TuneLlmProvider, AProposalIsAcceptedEndToEndAnObjectiveChangeRefusedAndNoSecretWritten) {
+    const auto& c = GetParam();
+    LoopbackServer server;
+    server.enqueue(provider_tool_call(c.provider, "propose_change", {{"edits", {{"model.global_batch_size", 2048}}}, {"rationale", "bigger"}}));
+    server.enqueue(provider_tool_call(c.provider, "propose_change", {{"edits", {{"model.optim.overlap_grad_sync", true}}}, {"rationale", "overlap"}}));
+    server.enqueue(provider_tool_call(c.provider, "stop", {{"reason", "done"}}));
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const auto model = c.provider == "bedrock" ? "bedrock:anthropic.claude-3-5-sonnet-20240620-v1:0" : "anthropic:claude-test";
+    const auto result = run_attune({"-q", "tune", std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
+                                    "--budget", "40gpuh", "--policy", "llm", "--llm", model, "--llm-url", server.url() + c.url_suffix,
+                                    "--campaign", campaign.string(), "--json"},
+                                   {}, c.environment);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const json summary = json::parse(result.out);
+    ASSERT_GE(summary["trials"].size(), 2u);
+    EXPECT_EQ(summary["trials"][1]["lever"], "overlap_grad_reduce");
+    int refused = 0;
+    for (const auto& e : events_of(campaign))
+        refused += e["type"] == "llm-refused" && e["reason"].get<std::string>().find("global_batch_size") != std::string::npos ? 1 : 0;
+    EXPECT_EQ(refused, 1);
+    ASSERT_FALSE(server.requests().empty());
+    EXPECT_EQ(server.requests().front().target.rfind(c.expected_path, 0), 0u) << server.requests().front().target;
+    EXPECT_EQ(all_files_text(campaign).find(c.secret), std::string::npos) << "a credential reached the campaign folder";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Providers, TuneLlmProvider,
+    testing::Values(ProviderCase{"anthropic", "", "/v1/messages", {"ANTHROPIC_API_KEY=sk-ant-fake-71b2"}, "sk-ant-fake-71b2"},
+                    ProviderCase{"bedrock", "", "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse",
+                                 {"AWS_ACCESS_KEY_ID=AKIDFAKE0001", "AWS_SECRET_ACCESS_KEY=fake/secret+key9", "AWS_REGION=us-east-1"},
+                                 "fake/secret+key9"}),
+    [](const testing::TestParamInfo<ProviderCase>& info) { return info.param.provider; });
+
 TEST(TuneLlm, NoSkillsLeavesTheSkillSetOutOfThePrompt) {
     LoopbackServer server;
     server.enqueue(tool_call("stop", R"({"reason": "testing"})"));
