@@ -91,12 +91,17 @@ int execute(const TuneOptions& options) {
     auto policy = campaign::make_policy(options_for_policy, context);
     auto backend = campaign::make_backend(context);
     const bool quiet = global_options().quiet;
+    const bool bar = !quiet && ::isatty(STDERR_FILENO) == 1;
+    // On a terminal the budget bar stays on the last line, redrawn under each trial's line.
     const campaign::Progress progress = [&](const campaign::CampaignRecord& record, const campaign::TrialRecord& trial) {
-        if (!quiet) fmt::print(stderr, "{}\n", report::trial_line(record, trial));
+        if (quiet) return;
+        if (bar) fmt::print(stderr, "\r\033[K{}\n{}", report::trial_line(record, trial), report::budget_bar(record));
+        else fmt::print(stderr, "{}\n", report::trial_line(record, trial));
     };
     std::signal(SIGINT, on_interrupt);
     std::signal(SIGTERM, on_interrupt);
     const auto record = campaign::run(context, opened.journal, *policy, *backend, progress, g_interrupted);
+    if (bar) fmt::print(stderr, "\n");
     util::write_file_atomically(context.dir / "report.md", report::markdown(record, context.dir));
     if (g_interrupted.load()) {
         fmt::print(stderr, "attune: interrupted; the journal is intact. Continue with: attune tune --resume --campaign {}\n",

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace attune::report {
 
 namespace {
@@ -118,6 +120,14 @@ std::string trial_line(const CampaignRecord& record, const TrialRecord& trial) {
     return fmt::format("trial {:>3}  {:<10} {:<48} {:<13} {:<28} {}/{}", trial.view.n, trial.view.lever.empty() ? "-" : trial.view.lever,
                        change, verdict_of(trial), speed_text, campaign::format_gpu_hours(record.spent_gpu_s),
                        campaign::format_gpu_hours(record.budget_gpu_s()));
+}
+
+std::string budget_bar(const CampaignRecord& record, int width) {
+    const double fraction = record.budget_gpu_s() > 0 ? std::clamp(record.spent_gpu_s / record.budget_gpu_s(), 0.0, 1.0) : 0.0;
+    const int filled = static_cast<int>(fraction * width + 0.5);
+    return fmt::format("[{}{}] {} of {}, {} trials", std::string(std::size_t(filled), '#'), std::string(std::size_t(width - filled), '.'),
+                       campaign::format_gpu_hours(record.spent_gpu_s), campaign::format_gpu_hours(record.budget_gpu_s()),
+                       record.trials.size());
 }
 
 std::string terminal_summary(const CampaignRecord& record, const std::filesystem::path& dir) {
