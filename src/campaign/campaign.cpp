@@ -23,6 +23,7 @@ constexpr double k_startup_allowance_s = 300;   // a time limit must cover start
 constexpr double k_time_limit_margin = 1.5;     // and a world up to 50% slower than the nominal estimate
 constexpr double k_unestimated_time_limit_s = 3600;
 constexpr int k_max_proposals_without_launch = 50;
+constexpr int k_early_stop_min_steps = 10;      // timed steps before a stable trial may stop early
 
 std::vector<recipe::Edit> edit_list(const policy::Edits& edits) {
     std::vector<recipe::Edit> out;
@@ -294,6 +295,7 @@ private:
         plan.dir = m_ctx.dir / "trials" / std::to_string(trial.view.n);
         plan.recipe_file = m_ctx.dir / "recipes" / fmt::format("trial-{:03}.yaml", trial.view.n);
         plan.run_id = run_id(m_ctx.seed, trial.view.n, attempt);
+        plan.early_stop_min_steps = std::min(k_early_stop_min_steps, trial.steps);
         return plan;
     }
 

@@ -23,6 +23,7 @@ struct TrialPlan {
     std::filesystem::path dir;           ///< trials/<n>/: logs and the backend's own files go here
     std::filesystem::path recipe_file;   ///< the trial recipe as the framework reads it
     std::uint64_t run_id = 0;            ///< distinguishes repeated runs of one configuration
+    int early_stop_min_steps = 0;        ///< stop once throughput is stable after this many timed steps; 0: never
 };
 
 /// A submitted job, as the journal records it.
