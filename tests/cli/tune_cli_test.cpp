@@ -82,6 +82,7 @@ TEST_P(TuneReachesTheOracle, WithinTheBudgetAndTheGate) {
 
 INSTANTIATE_TEST_SUITE_P(Examples, TuneReachesTheOracle,
                          testing::Values(AcceptanceCase{"nemo-llama3-8b-h100.yaml", "", 1.5},
+                                         AcceptanceCase{"nemo-llama3-70b-h100.yaml", "", 1.3},
                                          AcceptanceCase{"nemo-mixtral-8x7b-h100.yaml", "", 1.5},
                                          AcceptanceCase{"nemo-llama3-8b-h100.yaml", "p5e-h200.yaml", 1.5},
                                          AcceptanceCase{"nemo-llama3-70b-h100.yaml", "p6-b200.yaml", 1.5},
