@@ -95,6 +95,10 @@ json summary_json(const CampaignRecord& record, const std::filesystem::path& dir
     out["refused"] = refused;
     out["predicted_to_fail"] = predicted;
     out["failed"] = failed;
+    if (record.llm_exchanges > 0)
+        out["llm"] = {{"calls", record.llm_exchanges}, {"input_tokens", record.llm_input_tokens},
+                      {"output_tokens", record.llm_output_tokens}, {"refused_answers", record.llm_refusals},
+                      {"fallbacks_to_rules", record.llm_fallbacks}};
     out["stop_reason"] = record.end ? json(record.end->value("reason", "")) : json(nullptr);
     out["finished"] = record.end.has_value();
     out["best_recipe"] = (dir / "best.yaml").string();
@@ -154,6 +158,10 @@ std::string terminal_summary(const CampaignRecord& record, const std::filesystem
     out += fmt::format("trials    {} proposed, {} launched, {} refused by the gate, {} stopped by preflight, {} failed\n",
                        record.trials.size(), s["launched"].get<int>(), s["refused"].get<int>(),
                        s["predicted_to_fail"].get<int>(), s["failed"].get<int>());
+    if (record.llm_exchanges > 0)
+        out += fmt::format("llm       {} calls, {} input + {} output tokens, {} answers refused, {} steps fell back to rules\n",
+                           record.llm_exchanges, record.llm_input_tokens, record.llm_output_tokens, record.llm_refusals,
+                           record.llm_fallbacks);
     if (record.end) out += fmt::format("stopped   {}\n", record.end->value("reason", ""));
     out += fmt::format("files     {} (best recipe), {} (report), {} (journal)\n", (dir / "best.yaml").string(),
                        (dir / "report.md").string(), (dir / "journal.jsonl").string());

@@ -115,6 +115,10 @@ TEST(TuneLlm, TheAgentProposesIsRefusedRecoversAndStopsAndNoSecretIsWritten) {
     EXPECT_EQ(levers[2], "tp_comm_overlap");
     for (const auto& t : summary["trials"]) EXPECT_NE(t["edits"].dump().find("global_batch_size"), 0u);
     EXPECT_NE(summary["stop_reason"].get<std::string>().find("the model stopped"), std::string::npos);
+    EXPECT_EQ(summary["llm"]["calls"], 8);
+    EXPECT_EQ(summary["llm"]["input_tokens"], 7 * 1200 + 900) << "usage as the server counted it";
+    EXPECT_EQ(summary["llm"]["refused_answers"], 3);
+    EXPECT_EQ(summary["llm"]["fallbacks_to_rules"], 1);
 
     EXPECT_EQ(all_files_text(campaign).find(k_secret), std::string::npos) << "an API key reached the campaign folder";
     const auto requests = server.requests();
