@@ -23,7 +23,10 @@ std::unique_ptr<llm::Client> llm_client(const PolicyOptions& options) {
                                                           options.llm_url.find('@') < options.llm_url.find('/', scheme + 3))
         throw InputError("--llm-url " + options.llm_url.substr(0, scheme + 3) +
                          "...: must not carry credentials; attune reads keys from the provider's environment variables");
-    return llm::make_client(llm::parse_llm_option(options.llm, options.llm_url));
+    llm::Config config = llm::parse_llm_option(options.llm, options.llm_url);
+    config.max_calls = std::max(0, config.max_calls - int(options.llm_calls_used));
+    config.max_tokens = std::max(0L, config.max_tokens - options.llm_tokens_used);
+    return llm::make_client(config);
 }
 
 }  // namespace

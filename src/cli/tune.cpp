@@ -88,6 +88,9 @@ int execute(const TuneOptions& options) {
     if (options_for_policy.llm.empty()) options_for_policy.llm = context.llm;
     if (options_for_policy.llm_url.empty()) options_for_policy.llm_url = context.llm_url;
     options_for_policy.no_skills = options_for_policy.no_skills || context.no_skills;
+    const auto so_far = campaign::fold(opened.journal.events());
+    options_for_policy.llm_calls_used = long(so_far.llm_exchanges);
+    options_for_policy.llm_tokens_used = so_far.llm_input_tokens + so_far.llm_output_tokens;
     auto policy = campaign::make_policy(options_for_policy, context);
     auto backend = campaign::make_backend(context);
     const bool quiet = global_options().quiet;

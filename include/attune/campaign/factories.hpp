@@ -16,6 +16,8 @@ struct PolicyOptions {
     std::string llm_url;      ///< --llm-url
     bool no_skills = false;   ///< --no-skills (the ablation)
     std::uint64_t seed = 1;
+    long llm_calls_used = 0;  ///< by this campaign before a --resume: the caps are per campaign
+    long llm_tokens_used = 0;
 };
 
 /// The policy named `options.name`; throws InputError naming the accepted names otherwise.
