@@ -195,6 +195,12 @@ const KeyRule* Adapter::classify(std::string_view path) const {
     return nullptr;
 }
 
+std::vector<std::string> Adapter::quantity_paths(std::string_view name) const {
+    for (const auto& rule : m_quantities)
+        if (rule.name == name) return rule.paths;
+    return {};
+}
+
 bool Adapter::has_quantity(std::string_view name) const {
     return std::any_of(m_quantities.begin(), m_quantities.end(), [&](const auto& rule) { return rule.name == name; });
 }

@@ -109,16 +109,39 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
 
 namespace {
 
+/// The key the simulator reads a lever from: the path of the adapter quantity of that name
+/// (optim.overlap_grad_sync for overlap_grad_reduce, not its bucket-size key), else the lever's
+/// first exact key.
+const gate::KeyRule* lever_key(const gate::Adapter& a, std::string_view lever) {
+    for (const auto& path : a.quantity_paths(lever))
+        if (const auto* rule = a.classify(path); rule != nullptr && rule->lever == lever) return rule;
+    return a.lever_rule(lever);
+}
+
+/// The values a lever may take: its listed values, both booleans, or a small integer range.
+std::vector<recipe::Value> domain_of(const gate::Adapter& a, std::string_view lever) {
+    const auto* rule = lever_key(a, lever);
+    if (rule == nullptr) return {};
+    if (!rule->domain.values.empty()) return rule->domain.values;
+    if (rule->domain.type == "bool") return {recipe::Value::boolean(false), recipe::Value::boolean(true)};
+    std::vector<recipe::Value> out;
+    constexpr int k_largest_enumerated = 16;  // interleaving or batch sizes beyond this are never best
+    if (rule->domain.type == "int" && rule->domain.max)
+        for (int v = int(rule->domain.min.value_or(1)); v <= std::min(int(*rule->domain.max), k_largest_enumerated); ++v)
+            out.push_back(recipe::Value::number(v));
+    return out;
+}
+
 std::vector<int> ints(const gate::Adapter& a, std::string_view lever) {
     std::vector<int> out;
-    for (const auto& value : a.lever_domain(lever))
+    for (const auto& value : domain_of(a, lever))
         if (const auto n = value.as_number(); n && *n >= 1) out.push_back(int(*n));
     return out;
 }
 
 std::vector<bool> bools(const gate::Adapter& a, std::string_view lever) {
     std::vector<bool> out;
-    for (const auto& value : a.lever_domain(lever))
+    for (const auto& value : domain_of(a, lever))
         if (const auto b = value.as_bool()) out.push_back(*b);
     return out;
 }
@@ -129,7 +152,7 @@ LeverSpace lever_space(const gate::Adapter& a) {
     LeverSpace s;
     s.tp = ints(a, "tp"), s.pp = ints(a, "pp"), s.vpp = ints(a, "vpp"), s.cp = ints(a, "cp"), s.ep = ints(a, "ep");
     s.mbs = ints(a, "micro_batch_size");
-    for (const auto& value : a.lever_domain("recompute")) {
+    for (const auto& value : domain_of(a, "recompute")) {
         const Recompute r = value.is_null() ? Recompute::none : parse_recompute(util::to_lower(value.to_string()));
         if (std::find(s.recompute.begin(), s.recompute.end(), r) == s.recompute.end()) s.recompute.push_back(r);
     }
@@ -142,7 +165,7 @@ std::vector<std::pair<std::string, std::string>> layout_edits(const gate::Adapte
     std::vector<std::pair<std::string, std::string>> edits;
     const auto add = [&](std::string_view lever, bool changed, const std::string& value) {
         if (!changed) return;
-        if (const auto path = a.lever_path(lever)) edits.emplace_back(*path, value);
+        if (const auto* rule = lever_key(a, lever)) edits.emplace_back(rule->pattern, value);
     };
     add("tp", base.tp != best.tp, std::to_string(best.tp));
     add("pp", base.pp != best.pp, std::to_string(best.pp));

@@ -79,6 +79,8 @@ public:
     [[nodiscard]] std::optional<double> quantity(const recipe::Document& recipe, std::string_view name,
                                                  const cluster::Cluster& cluster) const;
     [[nodiscard]] bool has_quantity(std::string_view name) const;
+    /// The key paths a quantity is read from, in order (empty for computed quantities).
+    [[nodiscard]] std::vector<std::string> quantity_paths(std::string_view name) const;
 
     /// The effective value of a canonical lever, from the first key of that lever the recipe sets.
     [[nodiscard]] std::optional<recipe::Value> lever_value(const recipe::Document& recipe, std::string_view lever) const;
