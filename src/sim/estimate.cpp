@@ -154,8 +154,6 @@ const char* check(const ModelShape& m, const Layout& l, int world, int dp) {
     if (dp < 1 || l.tp * l.pp * l.cp * dp != world) return "tp*pp*cp*dp must equal the number of GPUs";
     if (m.heads % l.tp != 0) return "heads not divisible by tp";
     if (m.layers < l.pp * l.vpp) return "layers fewer than pp*vpp";
-    // Megatron's interleaved schedule splits each stage's layers evenly into vpp chunks.
-    if (l.vpp > 1 && (l.pp == 1 || m.layers % (l.pp * l.vpp) != 0)) return "interleaving needs pp > 1 and layers divisible by pp*vpp";
     if (l.gbs % (l.mbs * dp) != 0) return "gbs not divisible by mbs*dp";
     if (m.experts > 0 && m.experts % l.ep != 0) return "experts not divisible by ep";
     if (m.experts > 0 && (l.ep * l.etp) > world / l.pp) return "ep*etp exceeds the ranks of a stage";

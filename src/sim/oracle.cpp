@@ -30,6 +30,9 @@ OracleResult run_oracle(const World& world, const Hardware& hw, const ModelShape
     l.dp = 0;   // derived from the world shape for each candidate
     const std::function<void()> evaluate = [&] {
         ++result.evaluated;
+        // A recipe edit to an interleaved schedule must split each stage evenly (the estimator
+        // accepts uneven splits because published layouts use them with explicit stage sizes).
+        if (l.vpp > 1 && (l.pp == 1 || model.layers % (l.pp * l.vpp) != 0)) return;
         l.sequence_parallel = l.tp > 1 && base.sequence_parallel;
         const Estimate e = world.measure(hw, model, l, 0, 0, false);
         if (!e.valid || !e.fits) return;
