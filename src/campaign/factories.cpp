@@ -24,6 +24,8 @@ std::unique_ptr<llm::Client> llm_client(const PolicyOptions& options) {
         throw InputError("--llm-url " + options.llm_url.substr(0, scheme + 3) +
                          "...: must not carry credentials; attune reads keys from the provider's environment variables");
     llm::Config config = llm::parse_llm_option(options.llm, options.llm_url);
+    if (options.llm_timeout_s > 0)
+        config.timeout = std::chrono::milliseconds(static_cast<long long>(options.llm_timeout_s * 1000));
     config.max_calls = std::max(0, config.max_calls - int(options.llm_calls_used));
     config.max_tokens = std::max(0L, config.max_tokens - options.llm_tokens_used);
     return llm::make_client(config);

@@ -35,6 +35,7 @@ struct TuneOptions {
     std::string llm;
     std::string llm_url;
     bool no_skills = false;
+    double llm_timeout_s = 0;
     bool json = false;
 };
 
@@ -52,7 +53,8 @@ fs::path default_campaign_dir(const std::string& recipe) {
 }
 
 campaign::PolicyOptions policy_options(const TuneOptions& o, std::uint64_t seed) {
-    return {.name = o.policy, .llm = o.llm, .llm_url = o.llm_url, .no_skills = o.no_skills, .seed = seed};
+    return {.name = o.policy, .llm = o.llm, .llm_url = o.llm_url, .no_skills = o.no_skills, .seed = seed,
+            .llm_timeout_s = o.llm_timeout_s};
 }
 
 campaign::Opened open_campaign(const TuneOptions& o) {
@@ -133,6 +135,8 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     tune->add_option("--world-seed", options->world_seed, "sim backend: which simulated world (hidden factors)");
     tune->add_option("--llm", options->llm, "--policy llm: PROVIDER:MODEL (openai, anthropic, bedrock)");
     tune->add_option("--llm-url", options->llm_url, "--policy llm: base URL as the provider's SDK takes it");
+    tune->add_option("--llm-timeout", options->llm_timeout_s, "--policy llm: seconds per HTTP attempt (default 120)")
+        ->check(CLI::PositiveNumber);
     tune->add_flag("--no-skills", options->no_skills, "--policy llm: without the skill set (ablation)");
     tune->add_flag("--json", options->json, "Print the result as one JSON document");
     tune->fallthrough();  // -q before or after the subcommand

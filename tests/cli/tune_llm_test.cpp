@@ -181,6 +181,33 @@ INSTANTIATE_TEST_SUITE_P(
                                  "fake/secret+key9"}),
     [](const testing::TestParamInfo<ProviderCase>& info) { return info.param.provider; });
 
+TEST(TuneLlm, ATimeoutIsRetriedAndAMalformedAnswerFallsBackToRulesBothJournaled) {
+    LoopbackServer server;
+    // Step 1: the first attempt times out, the retry answers with a proposal.
+    server.enqueue({200, "{}", {}, std::chrono::milliseconds(2500)});
+    server.enqueue(tool_call("propose_change", R"({"edits": {"model.optim.overlap_grad_sync": true}, "rationale": "overlap"})"));
+    // Step 2: a 200 whose body is not JSON: the step falls back to the rules policy.
+    server.enqueue({200, "<html>gateway says hello</html>", {{"Content-Type", "text/html"}}, {}});
+    server.enqueue(tool_call("stop", R"({"reason": "enough"})"));
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const auto result = run_attune({"-q", "tune", std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
+                                    "--budget", "40gpuh", "--policy", "llm", "--llm", "openai:m", "--llm-url", server.url() + "/v1",
+                                    "--llm-timeout", "1", "--campaign", campaign.string()},
+                                   {}, {"OPENAI_API_KEY=x"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    bool timed_out_then_answered = false, malformed_logged = false, fell_back = false;
+    for (const auto& e : events_of(campaign)) {
+        if (e["type"] == "llm-exchange" && e["attempts"].size() == 2 && e["attempts"][0]["status"] == 0 && e["status"] == 200)
+            timed_out_then_answered = true;
+        if (e["type"] == "llm-exchange" && !e.value("error", std::string()).empty()) malformed_logged = true;
+        if (e["type"] == "llm-fallback") fell_back = true;
+    }
+    EXPECT_TRUE(timed_out_then_answered) << "the timed-out attempt and its retry are in one journaled exchange";
+    EXPECT_TRUE(malformed_logged);
+    EXPECT_TRUE(fell_back);
+}
+
 TEST(TuneLlm, NoSkillsLeavesTheSkillSetOutOfThePrompt) {
     LoopbackServer server;
     server.enqueue(tool_call("stop", R"({"reason": "testing"})"));

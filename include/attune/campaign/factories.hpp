@@ -16,6 +16,7 @@ struct PolicyOptions {
     std::string llm_url;      ///< --llm-url
     bool no_skills = false;   ///< --no-skills (the ablation)
     std::uint64_t seed = 1;
+    double llm_timeout_s = 0;  ///< per HTTP attempt; 0 keeps the client's default (120 s)
     long llm_calls_used = 0;  ///< by this campaign before a --resume: the caps are per campaign
     long llm_tokens_used = 0;
 };
