@@ -74,6 +74,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
     context.world_seed = settings.world_seed;
     context.backend = settings.backend;
     context.policy = settings.policy;
+    context.max_queue_wait_s = settings.max_queue_wait_s;
     Journal journal = Journal::open(dir);
     journal.append("campaign-start",
                    {{"recipe", settings.recipe.string()},
@@ -89,6 +90,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"trial_steps", context.trial_steps},
                     {"seed", settings.seed},
                     {"world_seed", settings.world_seed},
+                    {"max_queue_wait_s", settings.max_queue_wait_s},
                     {"rules_hash", context.rules->hash()},
                     {"search_rules", context.search->source},
                     {"attune_version", ATTUNE_VERSION}});
@@ -116,6 +118,7 @@ Opened reopen(const fs::path& dir, bool lock) {
     context.world_seed = start.value("world_seed", std::uint64_t{0});
     context.backend = start.value("backend", "sim");
     context.policy = start.value("policy", "rules");
+    context.max_queue_wait_s = start.value("max_queue_wait_s", 0.0);
     return {std::move(context), std::move(journal), std::move(held)};
 }
 

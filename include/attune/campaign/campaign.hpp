@@ -35,6 +35,7 @@ struct Settings {
     std::optional<std::filesystem::path> gate_policy;
     std::uint64_t seed = 1;
     std::uint64_t world_seed = 0;            ///< sim backend only; 0 means the default world
+    double max_queue_wait_s = 0;             ///< slurm backend: cancel a trial still queued after this long; 0: no cap
 };
 
 /// One line per finished trial for the user's terminal.
@@ -54,6 +55,7 @@ struct Context {
     std::uint64_t world_seed = 0;
     std::string backend;
     std::string policy;
+    double max_queue_wait_s = 0;
 };
 
 /// A campaign folder held by this process: its context, its journal and the lock on it.
