@@ -106,63 +106,32 @@ public:
         Outcome outcome;
         double interval = m_poll_min_s;
         for (;;) {
-            if (plan.interrupted != nullptr && plan.interrupted->load() && cancel_reason.empty()) {
-                cancel_reason = "interrupted by the user";
-                outcome.interrupted = true;
-                cancel(job);
+            for (;;) {
+                if (plan.interrupted != nullptr && plan.interrupted->load() && cancel_reason.empty()) {
+                    cancel_reason = "interrupted by the user";
+                    outcome.interrupted = true;
+                    cancel(job);
+                }
+                const auto queued = util::run_process({"squeue", "-h", "-j", job.job_id, "-o", "%T"});
+                const std::string state = queued.exit_code == 0 ? slurm::normalize_state(queued.out) : std::string();
+                if (state.empty() || slurm::is_final(state)) break;  // gone from the queue: accounting has the rest
+                if (state != last_state) spdlog::info("Slurm job {}: {}", job.job_id, state), last_state = state;
+                if (state == "RUNNING" || state == "COMPLETING") {
+                    if (!seen_running) seen_running = Clock::now(), seen_queue_wait = seconds_since(waited_from);
+                } else if (m_max_queue_wait_s > 0 && !seen_running && cancel_reason.empty() &&
+                           seconds_since(waited_from) > m_max_queue_wait_s) {
+                    cancel_reason = fmt::format("still {} after --max-queue-wait {:.0f} s", state, m_max_queue_wait_s);
+                    cancel(job);
+                }
+                nap(cancel_reason.empty() ? interval : 1.0, plan.interrupted);
+                interval = std::min(m_poll_max_s, interval * 1.5);
             }
-            const auto queued = util::run_process({"squeue", "-h", "-j", job.job_id, "-o", "%T"});
-            const std::string state = queued.exit_code == 0 ? slurm::normalize_state(queued.out) : std::string();
-            if (state.empty() || slurm::is_final(state)) break;  // gone from the queue: accounting has the rest
-            if (state != last_state) spdlog::info("Slurm job {}: {}", job.job_id, state), last_state = state;
-            if (state == "RUNNING" || state == "COMPLETING") {
-                if (!seen_running) seen_running = Clock::now(), seen_queue_wait = seconds_since(waited_from);
-            } else if (m_max_queue_wait_s > 0 && !seen_running && cancel_reason.empty() && seconds_since(waited_from) > m_max_queue_wait_s) {
-                cancel_reason = fmt::format("still {} after --max-queue-wait {:.0f} s", state, m_max_queue_wait_s);
-                cancel(job);
-            }
-            nap(cancel_reason.empty() ? interval : 1.0, plan.interrupted);
-            interval = std::min(m_poll_max_s, interval * 1.5);
+            if (read_end(job, outcome, seen_running ? seconds_since(*seen_running) : 0, seen_queue_wait)) break;
+            // squeue did not answer (a controller restart?) but the job has not ended: poll on.
+            spdlog::warn("Slurm job {}: squeue lost it, but accounting says {}; polling on", job.job_id, outcome.state);
+            nap(m_poll_max_s, plan.interrupted);
         }
-        const double observed_elapsed = seen_running ? seconds_since(*seen_running) : 0;
-        // Accounting reaches slurmdbd a moment after the job leaves the queue.
-        std::optional<slurm::Accounting> acct;
-        std::string acct_problem;
-        for (int tries = 0; tries < 20; ++tries) {
-            const auto r = util::run_process({"sacct", "-X", "-n", "-P", "-j", job.job_id,
-                                              "--format=JobID,State,ExitCode,ElapsedRaw,AllocTRES,Submit,Start"});
-            if (r.exit_code != 0) {
-                acct_problem = std::string(util::trim(r.err.empty() ? r.out : r.err));
-                break;
-            }
-            acct = slurm::parse_sacct(r.out, job.job_id);
-            if (acct && slurm::is_final(acct->state)) break;
-            acct.reset();
-            acct_problem = "sacct has no final state for the job";
-            std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        }
-        outcome.gpus = gpus;
-        if (acct) {
-            outcome.state = acct->state;
-            outcome.exit_code = exit_status(acct->exit_code);
-            outcome.elapsed_s = acct->elapsed_s;
-            if (acct->gpus) outcome.gpus = *acct->gpus;
-            outcome.queue_wait_s = acct->queue_wait_s.value_or(seen_queue_wait.value_or(0));
-            outcome.charged_from = acct->gpus ? "sacct ElapsedRaw x AllocTRES gres/gpu"
-                                              : "sacct ElapsedRaw x the trial's GPUs (AllocTRES has no gres/gpu)";
-        } else {
-            // No accounting: scontrol remembers a finished job for MinJobAge; the times are ours.
-            const auto shown = util::run_process({"scontrol", "show", "job", "-o", job.job_id});
-            const auto fields = slurm::parse_scontrol(shown.out);
-            const auto it = fields.find("JobState");
-            outcome.state = it != fields.end() ? slurm::normalize_state(it->second) : (outcome.interrupted ? "CANCELLED" : "UNKNOWN");
-            if (const auto code = fields.find("ExitCode"); code != fields.end()) outcome.exit_code = exit_status(code->second);
-            const auto run_time = fields.contains("RunTime") ? slurm::parse_time(fields.at("RunTime")) : std::nullopt;
-            outcome.elapsed_s = run_time.value_or(observed_elapsed);
-            outcome.queue_wait_s = seen_queue_wait.value_or(0);
-            outcome.charged_from = fmt::format("observed start/end ({} x the trial's GPUs; accounting unavailable: {})",
-                                               run_time ? "scontrol RunTime" : "polled wall time", acct_problem);
-        }
+        if (outcome.gpus == 0) outcome.gpus = gpus;
         outcome.gpu_seconds = outcome.elapsed_s * outcome.gpus;
         outcome.logs = {attempt_file(plan, "log"), attempt_file(plan, "err"), attempt_file(plan, "slurm")};
         for (const auto& log : outcome.logs)
@@ -186,6 +155,50 @@ public:
     }
 
 private:
+    /// Fills the outcome from accounting once the job has left the queue; false when the job has
+    /// not ended after all. sacct first (retried while slurmdbd catches up); without accounting,
+    /// scontrol (which keeps a finished job for MinJobAge) and the times observed here.
+    bool read_end(const Submission& job, Outcome& outcome, double observed_elapsed, std::optional<double> seen_queue_wait) const {
+        std::optional<slurm::Accounting> acct;
+        std::string acct_problem;
+        for (int tries = 0; tries < 20; ++tries) {
+            const auto r = util::run_process({"sacct", "-X", "-n", "-P", "-j", job.job_id,
+                                              "--format=JobID,State,ExitCode,ElapsedRaw,AllocTRES,Submit,Start"});
+            if (r.exit_code != 0) {
+                acct_problem = std::string(util::trim(r.err.empty() ? r.out : r.err));
+                acct.reset();
+                break;
+            }
+            acct = slurm::parse_sacct(r.out, job.job_id);
+            if (acct && slurm::is_final(acct->state)) break;
+            acct_problem = acct ? "sacct says " + acct->state : "sacct does not know the job";
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        }
+        if (acct) {
+            outcome.state = acct->state;
+            if (!slurm::is_final(acct->state)) return false;
+            outcome.exit_code = exit_status(acct->exit_code);
+            outcome.elapsed_s = acct->elapsed_s;
+            outcome.gpus = acct->gpus.value_or(0);
+            outcome.queue_wait_s = acct->queue_wait_s.value_or(seen_queue_wait.value_or(0));
+            outcome.charged_from = acct->gpus ? "sacct ElapsedRaw x AllocTRES gres/gpu"
+                                              : "sacct ElapsedRaw x the trial's GPUs (AllocTRES has no gres/gpu)";
+            return true;
+        }
+        const auto shown = util::run_process({"scontrol", "show", "job", "-o", job.job_id});
+        const auto fields = slurm::parse_scontrol(shown.out);
+        const auto it = fields.find("JobState");
+        outcome.state = it != fields.end() ? slurm::normalize_state(it->second) : (outcome.interrupted ? "CANCELLED" : "UNKNOWN");
+        if (it != fields.end() && !slurm::is_final(outcome.state)) return false;
+        if (const auto code = fields.find("ExitCode"); code != fields.end()) outcome.exit_code = exit_status(code->second);
+        const auto run_time = fields.contains("RunTime") ? slurm::parse_time(fields.at("RunTime")) : std::nullopt;
+        outcome.elapsed_s = run_time.value_or(observed_elapsed);
+        outcome.queue_wait_s = seen_queue_wait.value_or(0);
+        outcome.charged_from = fmt::format("observed start/end ({} x the trial's GPUs; accounting unavailable: {})",
+                                           run_time ? "scontrol RunTime" : "polled wall time", acct_problem);
+        return true;
+    }
+
     /// `3:0` (exit code : signal) as one number, 128 + signal when a signal ended it.
     static int exit_status(std::string_view text) {
         const auto parts = util::split(text, ':');

@@ -82,7 +82,7 @@ struct Launched {
     std::unique_ptr<attune::launch::Backend> backend;
 };
 
-std::unique_ptr<Launched> prepare(const fs::path& cluster_file, const fs::path& dir, double time_limit_s) {
+std::unique_ptr<Launched> prepare(const fs::path& cluster_file, const fs::path& dir, double time_limit_s, double max_queue_wait_s = 0) {
     auto l = std::make_unique<Launched>();
     const auto& rules = attune::gate::default_rules();
     l->cluster = attune::cluster::load_cluster(cluster_file);
@@ -98,7 +98,7 @@ std::unique_ptr<Launched> prepare(const fs::path& cluster_file, const fs::path& 
     attune::util::write_file_atomically(l->plan.recipe_file, l->loaded->document.text());
     l->plan.steps = 10;
     l->plan.time_limit_s = time_limit_s;
-    l->backend = attune::launch::make_slurm_backend(l->cluster);
+    l->backend = attune::launch::make_slurm_backend(l->cluster, max_queue_wait_s);
     return l;
 }
 
@@ -164,6 +164,18 @@ TEST_F(Slurm, NodeSetDownWhileATrialRunsIsANodeFailure) {
     run({"scontrol", "update", "nodename=localhost", "state=resume"});
     EXPECT_EQ(outcome.state, "NODE_FAIL");
     EXPECT_EQ(status_of(*l, outcome), "node-failure");
+}
+
+TEST_F(Slurm, TrialStillQueuedAfterMaxQueueWaitIsCancelledAndNotCharged) {
+    auto l = prepare(cluster_file(sim_train(10)), m_dir.path(), 600, /*max_queue_wait_s=*/2);
+    run({"scontrol", "update", "nodename=localhost", "state=drain", "reason=attune-test-queue"});
+    const auto job = l->backend->submit(*l->trial, l->plan);
+    const auto outcome = l->backend->wait(*l->trial, l->plan, job);
+    run({"scontrol", "update", "nodename=localhost", "state=resume"});
+    EXPECT_EQ(outcome.state, "CANCELLED");
+    EXPECT_EQ(outcome.gpu_seconds, 0);
+    EXPECT_NE(attune::util::read_text_file(l->plan.dir / "attempt-1.slurm").find("--max-queue-wait"), std::string::npos);
+    EXPECT_NE(status_of(*l, outcome), "ok");
 }
 
 TEST_F(Slurm, InterruptCancelsTheRunningJob) {

@@ -3,10 +3,12 @@
 #include <attune/cluster/cluster.hpp>
 #include <attune/core/error.hpp>
 #include <attune/launch/slurm.hpp>
+#include <attune/recipe/document.hpp>
 #include <attune/util/subprocess.hpp>
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 namespace {
@@ -164,6 +166,14 @@ TEST(SlurmScript, RunsAsBashWithTheValuesIntact) {
     const auto r = attune::util::run_process({"bash", "-c", script});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "[echo-args][a b][it's][/camp/recipes/trial-001.yaml]$(echo no) `echo no` ; echo no");
+}
+
+TEST(SlurmEnvironment, TakesTheRecipesEnvironmentSectionsOnly) {
+    const auto doc = attune::recipe::Document::parse(
+        "env_vars:\n  NCCL_ALGO: Ring\n  CUDA_DEVICE_MAX_CONNECTIONS: 1\n  UNSET: null\nmodel:\n  tp: 2\n", "recipe.yaml", {"env_vars"});
+    const auto env = slurm::recipe_environment(doc, {"env_vars"});
+    EXPECT_EQ(env, (std::map<std::string, std::string>{{"CUDA_DEVICE_MAX_CONNECTIONS", "1"}, {"NCCL_ALGO", "Ring"}}));
+    EXPECT_TRUE(slurm::recipe_environment(doc, {}).empty());
 }
 
 TEST(SlurmState, NormalisesAndKnowsFinalStates) {
