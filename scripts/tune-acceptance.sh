@@ -11,7 +11,7 @@ echo "| recipe | cluster | baseline tok/s/GPU | tuned | oracle | tuned/oracle | 
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for spec in nemo-llama3-8b-h100.yaml: nemo-llama3-70b-h100.yaml: nemo-mixtral-8x7b-h100.yaml: \
             nemo-llama3-8b-h100.yaml:p5e-h200.yaml nemo-llama3-70b-h100.yaml:p6-b200.yaml \
-            hyperpod-llama3-8b-h100.yaml:; do
+            hyperpod-llama3-8b-h100.yaml: automodel-llama3-8b-h100.yaml:; do
     recipe="examples/recipes/${spec%%:*}"
     cluster="${spec#*:}"
     args=()

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 namespace attune::campaign {
 
@@ -22,6 +23,7 @@ constexpr double k_startup_allowance_s = 300;   // a time limit must cover start
 constexpr double k_time_limit_margin = 1.5;     // and a world up to 50% slower than the nominal estimate
 constexpr double k_unestimated_time_limit_s = 3600;
 constexpr int k_max_proposals_without_launch = 50;
+constexpr int k_early_stop_min_steps = 10;      // timed steps before a stable trial may stop early
 
 std::vector<recipe::Edit> edit_list(const policy::Edits& edits) {
     std::vector<recipe::Edit> out;
@@ -75,6 +77,7 @@ private:
             return finish(record, fmt::format("{} proposals in a row were refused or predicted to fail", k_max_proposals_without_launch));
         const auto state = state_of(record);
         auto decision = m_policy.propose(state);
+        for (auto& [type, fields] : m_policy.take_records()) m_journal.append(type, std::move(fields));
         if (auto* stop = std::get_if<policy::Stop>(&decision)) return finish(record, stop->reason);
         propose(record, "candidate", std::get<policy::Proposal>(decision));
     }
@@ -143,7 +146,27 @@ private:
         state.budget_left_gpu_s = record.left_gpu_s();
         state.trial_cost_gpu_s = trial_cost(state.incumbent_edits);
         state.estimate = [this](const policy::Edits& edits) { return estimate(edits); };
+        state.read_log = [this, &record](int n, const std::string& pattern, int tail) { return log_lines(record, n, pattern, tail); };
+        state.rules = m_ctx.rules;
+        state.gate_policy = &m_ctx.gate_policy;
         return state;
+    }
+
+    /// What a policy may read of a trial's logs: matching lines, the last `tail`, at most 16 KiB.
+    std::string log_lines(const CampaignRecord& record, int n, const std::string& pattern, int tail) const {
+        const TrialRecord* trial = record.trial(n);
+        if (trial == nullptr || trial->logs.empty()) return fmt::format("trial {} has no logs", n);
+        std::vector<std::string> lines;
+        for (const auto& log : trial->logs) {
+            std::ifstream in(m_ctx.dir / log);
+            for (std::string line; std::getline(in, line);)
+                if (pattern.empty() || line.find(pattern) != std::string::npos) lines.push_back(line);
+        }
+        const std::size_t keep = std::min(lines.size(), std::size_t(std::clamp(tail, 1, 400)));
+        std::string out;
+        for (std::size_t i = lines.size() - keep; i < lines.size(); ++i) out += lines[i] + "\n";
+        constexpr std::size_t k_max_log_bytes = 16 << 10;
+        return out.size() > k_max_log_bytes ? out.substr(out.size() - k_max_log_bytes) : out;
     }
 
     // ------------------------------------------------------------------ one trial, stage by stage
@@ -272,6 +295,7 @@ private:
         plan.dir = m_ctx.dir / "trials" / std::to_string(trial.view.n);
         plan.recipe_file = m_ctx.dir / "recipes" / fmt::format("trial-{:03}.yaml", trial.view.n);
         plan.run_id = run_id(m_ctx.seed, trial.view.n, attempt);
+        plan.early_stop_min_steps = std::min(k_early_stop_min_steps, trial.steps);
         return plan;
     }
 

@@ -1,5 +1,7 @@
 #include <attune/campaign/factories.hpp>
 #include <attune/core/error.hpp>
+#include <attune/llm/client.hpp>
+#include <attune/policy/llm_policy.hpp>
 #include <attune/policy/rules_policy.hpp>
 #include <attune/sim/world.hpp>
 
@@ -12,19 +14,35 @@ namespace attune::campaign {
 
 namespace {
 
-constexpr std::array k_policies = {"rules"};
+constexpr std::array k_policies = {"rules", "llm"};
 constexpr std::array k_backends = {"sim", "local", "slurm"};
+
+std::unique_ptr<llm::Client> llm_client(const PolicyOptions& options) {
+    if (options.llm.empty()) throw InputError("--policy llm needs --llm PROVIDER:MODEL (openai, anthropic or bedrock)");
+    if (const auto scheme = options.llm_url.find("://"); scheme != std::string::npos &&
+                                                          options.llm_url.find('@') < options.llm_url.find('/', scheme + 3))
+        throw InputError("--llm-url " + options.llm_url.substr(0, scheme + 3) +
+                         "...: must not carry credentials; attune reads keys from the provider's environment variables");
+    llm::Config config = llm::parse_llm_option(options.llm, options.llm_url);
+    config.max_calls = std::max(0, config.max_calls - int(options.llm_calls_used));
+    config.max_tokens = std::max(0L, config.max_tokens - options.llm_tokens_used);
+    return llm::make_client(config);
+}
 
 }  // namespace
 
-void check_policy_name(const std::string& name) {
-    if (std::find(k_policies.begin(), k_policies.end(), name) == k_policies.end())
-        throw InputError(fmt::format("--policy {}: expected one of {}", name, fmt::join(k_policies, ", ")));
+void check_policy(const PolicyOptions& options) {
+    if (std::find(k_policies.begin(), k_policies.end(), options.name) == k_policies.end())
+        throw InputError(fmt::format("--policy {}: expected one of {}", options.name, fmt::join(k_policies, ", ")));
+    if (options.name == "llm") llm_client(options);
 }
 
 std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const Context&) {
-    check_policy_name(options.name);
-    return policy::make_rules_policy(policy::default_search_rules());
+    check_policy(options);
+    auto rules = policy::make_rules_policy(policy::default_search_rules());
+    if (options.name == "llm")
+        return policy::make_llm_policy(llm_client(options), std::move(rules), {.skills = !options.no_skills});
+    return rules;
 }
 
 void check_backend_name(const std::string& name) {

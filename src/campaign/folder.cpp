@@ -51,7 +51,10 @@ Context context_of(const fs::path& dir, const fs::path& recipe, const std::strin
                    .seed = 1,
                    .world_seed = 0,
                    .backend = "sim",
-                   .policy = "rules"};
+                   .policy = "rules",
+                   .llm = {},
+                   .llm_url = {},
+                   .no_skills = false};
 }
 
 }  // namespace
@@ -74,6 +77,9 @@ Opened create(const fs::path& dir, const Settings& settings) {
     context.world_seed = settings.world_seed;
     context.backend = settings.backend;
     context.policy = settings.policy;
+    context.llm = settings.llm;
+    context.llm_url = settings.llm_url;
+    context.no_skills = settings.no_skills;
     context.max_queue_wait_s = settings.max_queue_wait_s;
     Journal journal = Journal::open(dir);
     journal.append("campaign-start",
@@ -86,6 +92,9 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"gate_policy_file", settings.gate_policy ? json(k_gate_policy) : json(nullptr)},
                     {"backend", settings.backend},
                     {"policy", settings.policy},
+                    {"llm", settings.llm},
+                    {"llm_url", settings.llm_url},
+                    {"no_skills", settings.no_skills},
                     {"budget_gpu_seconds", settings.budget_gpu_s},
                     {"trial_steps", context.trial_steps},
                     {"seed", settings.seed},
@@ -118,6 +127,9 @@ Opened reopen(const fs::path& dir, bool lock) {
     context.world_seed = start.value("world_seed", std::uint64_t{0});
     context.backend = start.value("backend", "sim");
     context.policy = start.value("policy", "rules");
+    context.llm = start.value("llm", "");
+    context.llm_url = start.value("llm_url", "");
+    context.no_skills = start.value("no_skills", false);
     context.max_queue_wait_s = start.value("max_queue_wait_s", 0.0);
     return {std::move(context), std::move(journal), std::move(held)};
 }

@@ -102,6 +102,13 @@ void on_decision(CampaignRecord& record, TrialRecord& trial, const nlohmann::jso
     if (trial.view.accepted) record.incumbent = trial.view.n;
 }
 
+void on_exchange(CampaignRecord& record, const nlohmann::json& e) {
+    ++record.llm_exchanges;
+    const auto usage = e.value("usage", nlohmann::json::object());
+    record.llm_input_tokens += usage.value("input_tokens", 0L);
+    record.llm_output_tokens += usage.value("output_tokens", 0L);
+}
+
 }  // namespace
 
 const TrialRecord* CampaignRecord::trial(int n) const {
@@ -131,7 +138,9 @@ CampaignRecord fold(const std::vector<nlohmann::json>& events) {
         else if (type == "metrics") on_metrics(record, trial_of(record, e), e);
         else if (type == "cancelled") on_cancelled(record, trial_of(record, e), e);
         else if (type == "decision") on_decision(record, trial_of(record, e), e);
-        else if (type == "llm-exchange") ++record.llm_exchanges;
+        else if (type == "llm-exchange") on_exchange(record, e);
+        else if (type == "llm-refused") ++record.llm_refusals;
+        else if (type == "llm-fallback") ++record.llm_fallbacks;
         else if (type == "campaign-end") record.end = e;
     }
     return record;

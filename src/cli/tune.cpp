@@ -53,6 +53,10 @@ fs::path default_campaign_dir(const std::string& recipe) {
     return fs::path("attune-campaigns") / fmt::format("{}-{}", fs::path(recipe).stem().string(), stamp);
 }
 
+campaign::PolicyOptions policy_options(const TuneOptions& o, std::uint64_t seed) {
+    return {.name = o.policy, .llm = o.llm, .llm_url = o.llm_url, .no_skills = o.no_skills, .seed = seed};
+}
+
 campaign::Opened open_campaign(const TuneOptions& o) {
     if (o.resume) {
         if (o.campaign_dir.empty()) throw InputError("--resume needs --campaign DIR: the campaign to continue");
@@ -70,13 +74,16 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     if (!o.gate_policy.empty()) settings.gate_policy = o.gate_policy;
     settings.seed = o.seed;
     settings.world_seed = o.world_seed;
+    settings.llm = o.llm;
+    settings.llm_url = o.llm_url;
+    settings.no_skills = o.no_skills;
+    campaign::check_policy(policy_options(o, o.seed));  // refuse a bad policy or backend before anything is written
     if (!o.max_queue_wait.empty()) {
         const auto seconds = launch::slurm::parse_time(o.max_queue_wait);
         if (!seconds || *seconds <= 0)
             throw InputError(fmt::format("--max-queue-wait {}: expected a Slurm time such as 30 (minutes), 10:00 or 1-00:00:00", o.max_queue_wait));
         settings.max_queue_wait_s = *seconds;
     }
-    campaign::check_policy_name(o.policy);  // refuse an unknown policy or backend before anything is written
     campaign::check_backend_name(o.backend);
     return campaign::create(o.campaign_dir.empty() ? default_campaign_dir(o.recipe) : fs::path(o.campaign_dir), settings);
 }
@@ -84,17 +91,29 @@ campaign::Opened open_campaign(const TuneOptions& o) {
 int execute(const TuneOptions& options) {
     auto opened = open_campaign(options);
     const auto& context = opened.context;
-    auto policy = campaign::make_policy({.name = context.policy, .llm = options.llm, .llm_url = options.llm_url,
-                                         .no_skills = options.no_skills, .seed = context.seed},
-                                        context);
+    // On --resume the campaign's own LLM settings apply unless given again.
+    auto options_for_policy = policy_options(options, context.seed);
+    options_for_policy.name = context.policy;
+    if (options_for_policy.llm.empty()) options_for_policy.llm = context.llm;
+    if (options_for_policy.llm_url.empty()) options_for_policy.llm_url = context.llm_url;
+    options_for_policy.no_skills = options_for_policy.no_skills || context.no_skills;
+    const auto so_far = campaign::fold(opened.journal.events());
+    options_for_policy.llm_calls_used = long(so_far.llm_exchanges);
+    options_for_policy.llm_tokens_used = so_far.llm_input_tokens + so_far.llm_output_tokens;
+    auto policy = campaign::make_policy(options_for_policy, context);
     auto backend = campaign::make_backend(context);
     const bool quiet = global_options().quiet;
+    const bool bar = !quiet && ::isatty(STDERR_FILENO) == 1;
+    // On a terminal the budget bar stays on the last line, redrawn under each trial's line.
     const campaign::Progress progress = [&](const campaign::CampaignRecord& record, const campaign::TrialRecord& trial) {
-        if (!quiet) fmt::print(stderr, "{}\n", report::trial_line(record, trial));
+        if (quiet) return;
+        if (bar) fmt::print(stderr, "\r\033[K{}\n{}", report::trial_line(record, trial), report::budget_bar(record));
+        else fmt::print(stderr, "{}\n", report::trial_line(record, trial));
     };
     std::signal(SIGINT, on_interrupt);
     std::signal(SIGTERM, on_interrupt);
     const auto record = campaign::run(context, opened.journal, *policy, *backend, progress, g_interrupted);
+    if (bar) fmt::print(stderr, "\n");
     util::write_file_atomically(context.dir / "report.md", report::markdown(record, context.dir));
     if (g_interrupted.load()) {
         fmt::print(stderr, "attune: interrupted; the journal is intact. Continue with: attune tune --resume --campaign {}\n",

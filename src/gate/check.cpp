@@ -174,22 +174,27 @@ std::vector<InvariantCheck> check_invariants(const recipe::Document& baseline, c
 /// The canonical levers a candidate changes; derived keys, trial-only keys and companions
 /// (keys changed to keep an invariant when their primary lever changes) do not count.
 std::vector<std::string> count_levers(const std::vector<Change>& changes, const Adapter& adapter) {
-    std::set<std::string> levers;
-    std::map<std::string, std::vector<std::string>> companions;
+    const auto counts = [](const Change& change) {
+        return change.key_class != KeyClass::derived && change.key_class != KeyClass::objective && !change.trial_only;
+    };
+    const auto lever_of = [](const Change& change) { return change.lever.empty() ? change.key : change.lever; };
+    std::set<std::string> changed;
+    for (const auto& change : changes)
+        if (counts(change)) changed.insert(lever_of(change));
+    // A lever counts when one of its keys changed for its own sake, not only as the companion of
+    // another lever that changed (a key may name its own lever as primary: that is no excuse).
+    std::set<std::string> counted;
     for (const auto& change : changes) {
-        if (change.key_class == KeyClass::derived || change.key_class == KeyClass::objective || change.trial_only) continue;
-        const std::string lever = change.lever.empty() ? change.key : change.lever;
-        levers.insert(lever);
-        if (const auto* rule = adapter.classify(change.key)) companions[lever] = rule->companion_of;
+        if (!counts(change)) continue;
+        const std::string lever = lever_of(change);
+        const auto* rule = adapter.classify(change.key);
+        const bool companion = rule != nullptr &&
+                               std::any_of(rule->companion_of.begin(), rule->companion_of.end(), [&](const std::string& primary) {
+                                   return primary != lever && changed.count(primary) != 0;
+                               });
+        if (!companion) counted.insert(lever);
     }
-    std::vector<std::string> counted;
-    for (const auto& lever : levers) {
-        const auto& primaries = companions[lever];
-        const bool companion = std::any_of(primaries.begin(), primaries.end(),
-                                           [&](const std::string& primary) { return levers.count(primary) != 0; });
-        if (!companion) counted.push_back(lever);
-    }
-    return counted;
+    return {counted.begin(), counted.end()};
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ public:
         sim::TrainRun run;
         run.steps = plan.steps, run.run_id = plan.run_id, run.dialect = in.dialect;
         run.startup_s = k_sim_startup_s, run.time_limit_s = plan.time_limit_s;
+        run.early_stop_min_steps = plan.early_stop_min_steps;
         std::ostringstream log;
         const sim::TrainResult result = sim::train(m_world, in.hardware, in.model, in.layout, in.objective, run, log);
         const auto log_file = plan.dir / fmt::format("attempt-{}.log", plan.attempt);
@@ -35,7 +36,7 @@ public:
         Outcome outcome;
         outcome.logs = {log_file};
         outcome.exit_code = result.exit_code;
-        outcome.state = result.exit_code == 0 ? "COMPLETED" : (result.elapsed_s >= plan.time_limit_s ? "TIMEOUT" : "FAILED");
+        outcome.state = result.exit_code == 0 ? "COMPLETED" : (plan.time_limit_s > 0 && result.elapsed_s >= plan.time_limit_s ? "TIMEOUT" : "FAILED");
         outcome.elapsed_s = result.elapsed_s;
         outcome.gpus = in.layout.nodes * in.layout.gpus_per_node;
         outcome.gpu_seconds = outcome.elapsed_s * outcome.gpus;

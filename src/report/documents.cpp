@@ -88,6 +88,10 @@ std::string markdown(const CampaignRecord& record, const std::filesystem::path& 
                            number(s[which].value("step_time_s", json()), "{:.3f}"));
     out += s["speedup"].is_number() ? fmt::format("\nSpeed-up: **{:.2f}×**. ", s["speedup"].get<double>())
                                     : std::string("\nNo configuration ran to completion: the recipe as given could not be measured, and no single-lever change made it run. ");
+    if (record.llm_exchanges > 0)
+        out += fmt::format("LLM: {} calls, {} input + {} output tokens, {} answers refused, {} steps fell back to rules. ",
+                           record.llm_exchanges, record.llm_input_tokens, record.llm_output_tokens, record.llm_refusals,
+                           record.llm_fallbacks);
     out += fmt::format("Stopped: {}\n\n", escape_md(s["stop_reason"].is_string() ? s["stop_reason"].get<std::string>() : "still running"));
     out += "## Winning levers\n\n```diff\n";
     if (s["best"]["edits"].empty()) out += "  (none: the original recipe stays the best measured)\n";

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace attune::report {
 
 namespace {
@@ -93,6 +95,10 @@ json summary_json(const CampaignRecord& record, const std::filesystem::path& dir
     out["refused"] = refused;
     out["predicted_to_fail"] = predicted;
     out["failed"] = failed;
+    if (record.llm_exchanges > 0)
+        out["llm"] = {{"calls", record.llm_exchanges}, {"input_tokens", record.llm_input_tokens},
+                      {"output_tokens", record.llm_output_tokens}, {"refused_answers", record.llm_refusals},
+                      {"fallbacks_to_rules", record.llm_fallbacks}};
     out["stop_reason"] = record.end ? json(record.end->value("reason", "")) : json(nullptr);
     out["finished"] = record.end.has_value();
     out["best_recipe"] = (dir / "best.yaml").string();
@@ -120,6 +126,14 @@ std::string trial_line(const CampaignRecord& record, const TrialRecord& trial) {
                        campaign::format_gpu_hours(record.budget_gpu_s()));
 }
 
+std::string budget_bar(const CampaignRecord& record, int width) {
+    const double fraction = record.budget_gpu_s() > 0 ? std::clamp(record.spent_gpu_s / record.budget_gpu_s(), 0.0, 1.0) : 0.0;
+    const int filled = static_cast<int>(fraction * width + 0.5);
+    return fmt::format("[{}{}] {} of {}, {} trials", std::string(std::size_t(filled), '#'), std::string(std::size_t(width - filled), '.'),
+                       campaign::format_gpu_hours(record.spent_gpu_s), campaign::format_gpu_hours(record.budget_gpu_s()),
+                       record.trials.size());
+}
+
 std::string terminal_summary(const CampaignRecord& record, const std::filesystem::path& dir) {
     const json s = summary_json(record, dir);
     std::string out;
@@ -144,6 +158,10 @@ std::string terminal_summary(const CampaignRecord& record, const std::filesystem
     out += fmt::format("trials    {} proposed, {} launched, {} refused by the gate, {} stopped by preflight, {} failed\n",
                        record.trials.size(), s["launched"].get<int>(), s["refused"].get<int>(),
                        s["predicted_to_fail"].get<int>(), s["failed"].get<int>());
+    if (record.llm_exchanges > 0)
+        out += fmt::format("llm       {} calls, {} input + {} output tokens, {} answers refused, {} steps fell back to rules\n",
+                           record.llm_exchanges, record.llm_input_tokens, record.llm_output_tokens, record.llm_refusals,
+                           record.llm_fallbacks);
     if (record.end) out += fmt::format("stopped   {}\n", record.end->value("reason", ""));
     out += fmt::format("files     {} (best recipe), {} (report), {} (journal)\n", (dir / "best.yaml").string(),
                        (dir / "report.md").string(), (dir / "journal.jsonl").string());

@@ -34,12 +34,25 @@ Recompute parse_recompute(const std::string& value) {
     return Recompute::none;
 }
 
+/// A local model folder (or its config.json), as given or relative to the recipe's folder.
+std::optional<std::filesystem::path> local_config(const std::string& name, const std::string& recipe) {
+    namespace fs = std::filesystem;
+    for (const fs::path& base : {fs::path{}, fs::path(recipe).parent_path()}) {
+        const fs::path candidate = base / name;
+        std::error_code error;
+        if (fs::is_directory(candidate, error) && fs::is_regular_file(candidate / "config.json", error)) return candidate / "config.json";
+        if (candidate.extension() == ".json" && fs::is_regular_file(candidate, error)) return candidate;
+    }
+    return std::nullopt;
+}
+
 ModelShape model_of(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c) {
     ModelShape m;
     if (const auto* name = r.find("model.pretrained_model_name_or_path"); name && !name->is_null()) {
-        if (auto known = find_model(name->to_string())) m = *known;
-        else throw InputError(fmt::format("{}: model {} is not in the simulator's catalogue; give its shape in the recipe",
-                                          a.name(), name->to_string()));
+        if (auto config = local_config(name->to_string(), r.origin())) m = model_from_config(*config);
+        else if (auto known = find_model(name->to_string())) m = *known;
+        else throw InputError(fmt::format("{}: model {} is not in the simulator's catalogue and is not a local folder with a "
+                                          "config.json; give its shape in the recipe", a.name(), name->to_string()));
     }
     m.layers = quantity_or(r, a, c, "layers", m.layers), m.hidden = quantity_or(r, a, c, "hidden", m.hidden);
     m.ffn = quantity_or(r, a, c, "ffn", m.ffn), m.heads = quantity_or(r, a, c, "heads", m.heads);

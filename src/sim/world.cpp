@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ostream>
@@ -143,6 +144,18 @@ void automodel_line(int step, const Layout& l, const ModelShape& m, const Estima
 
 }  // namespace
 
+double median_standard_error(std::vector<double> times) {
+    if (times.size() < 2) return 1.0;
+    const auto median_of = [](std::vector<double>& v) {
+        std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(v.size() / 2), v.end());
+        return v[v.size() / 2];
+    };
+    const double median = median_of(times);
+    for (double& t : times) t = std::fabs(t - median);
+    const double mad = median_of(times);
+    return median > 0 ? 1.858 * mad / median / std::sqrt(double(times.size())) : 1.0;
+}
+
 TrainResult train(const World& world, const Hardware& hw, const ModelShape& model, const Layout& layout,
                   const Objective& objective, const TrainRun& run, std::ostream& out) {
     TrainResult result{.exit_code = 1, .steps_done = 0, .elapsed_s = run.startup_s};
@@ -155,6 +168,7 @@ TrainResult train(const World& world, const Hardware& hw, const ModelShape& mode
         oom(first, out);
         return result;
     }
+    std::vector<double> timed;
     for (int step = 1; step <= run.steps; ++step) {
         const Estimate e = world.measure(hw, model, layout, run.run_id, std::uint64_t(step));
         if (run.time_limit_s > 0 && result.elapsed_s + e.step_time_s > run.time_limit_s) {
@@ -177,6 +191,12 @@ TrainResult train(const World& world, const Hardware& hw, const ModelShape& mode
         else automodel_line(step, layout, model, e, lr, loss, out);
         if (step == 1 && run.dialect == Dialect::megatron) memory_report(e, out);
         result.steps_done = step;
+        if (step > 1) timed.push_back(e.step_time_s);
+        if (run.early_stop_min_steps > 0 && int(timed.size()) >= run.early_stop_min_steps && step < run.steps &&
+            median_standard_error(timed) <= run.stable_standard_error) {
+            out << fmt::format("attune-sim: throughput stable after {} steps; stopping the trial early\n", step);
+            break;
+        }
     }
     result.exit_code = 0;
     return result;

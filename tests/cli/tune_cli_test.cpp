@@ -57,6 +57,7 @@ void expect_sound(const json& result, const fs::path& campaign, const std::strin
 struct AcceptanceCase {
     std::string recipe;
     std::string cluster;
+    double min_speedup = 1.0;  ///< what the draft layout leaves to gain, as measured
 };
 
 class TuneReachesTheOracle : public testing::TestWithParam<AcceptanceCase> {};
@@ -74,16 +75,19 @@ TEST_P(TuneReachesTheOracle, WithinTheBudgetAndTheGate) {
     const json result = tune_json(args, campaign);
     const double best = result["best"]["tokens_per_s_per_gpu"].get<double>();
     EXPECT_GE(best, 0.9 * oracle(recipe, oracle_args)) << result.dump(2);
-    EXPECT_GT(result["speedup"].get<double>(), 1.2);
+    EXPECT_GE(result["speedup"].get<double>(), GetParam().min_speedup);
     expect_sound(result, campaign, recipe);
     EXPECT_TRUE(fs::exists(campaign / "report.md"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, TuneReachesTheOracle,
-                         testing::Values(AcceptanceCase{"nemo-llama3-8b-h100.yaml", ""},
-                                         AcceptanceCase{"nemo-mixtral-8x7b-h100.yaml", ""},
-                                         AcceptanceCase{"nemo-llama3-8b-h100.yaml", "p5e-h200.yaml"},
-                                         AcceptanceCase{"nemo-llama3-70b-h100.yaml", "p6-b200.yaml"}));
+                         testing::Values(AcceptanceCase{"nemo-llama3-8b-h100.yaml", "", 1.5},
+                                         AcceptanceCase{"nemo-llama3-70b-h100.yaml", "", 1.3},
+                                         AcceptanceCase{"nemo-mixtral-8x7b-h100.yaml", "", 1.5},
+                                         AcceptanceCase{"nemo-llama3-8b-h100.yaml", "p5e-h200.yaml", 1.5},
+                                         AcceptanceCase{"nemo-llama3-70b-h100.yaml", "p6-b200.yaml", 1.5},
+                                         AcceptanceCase{"automodel-llama3-8b-h100.yaml", "", 1.08},
+                                         AcceptanceCase{"hyperpod-llama3-8b-h100.yaml", "", 1.0}));
 
 TEST(TuneResume, AKilledCampaignResumesToTheSameResultAtEveryKillPoint) {
     const TempDir dir;

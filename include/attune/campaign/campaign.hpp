@@ -35,6 +35,9 @@ struct Settings {
     std::optional<std::filesystem::path> gate_policy;
     std::uint64_t seed = 1;
     std::uint64_t world_seed = 0;            ///< sim backend only; 0 means the default world
+    std::string llm;                         ///< --policy llm: PROVIDER:MODEL (never a key)
+    std::string llm_url;
+    bool no_skills = false;
     double max_queue_wait_s = 0;             ///< slurm backend: cancel a trial still queued after this long; 0: no cap
 };
 
@@ -55,6 +58,9 @@ struct Context {
     std::uint64_t world_seed = 0;
     std::string backend;
     std::string policy;
+    std::string llm;
+    std::string llm_url;
+    bool no_skills = false;
     double max_queue_wait_s = 0;
 };
 

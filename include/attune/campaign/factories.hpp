@@ -16,13 +16,16 @@ struct PolicyOptions {
     std::string llm_url;      ///< --llm-url
     bool no_skills = false;   ///< --no-skills (the ablation)
     std::uint64_t seed = 1;
+    long llm_calls_used = 0;  ///< by this campaign before a --resume: the caps are per campaign
+    long llm_tokens_used = 0;
 };
 
 /// The policy named `options.name`; throws InputError naming the accepted names otherwise.
 std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const Context& context);
 
-/// Throws InputError unless `name` is a policy this build has (checked before anything is written).
-void check_policy_name(const std::string& name);
+/// Throws InputError unless the policy can be made: a known name and, for `llm`, a valid --llm,
+/// --llm-url and the provider's credentials in the environment. Checked before anything is written.
+void check_policy(const PolicyOptions& options);
 
 /// Throws InputError unless `name` is a backend this build has (sim, local, slurm).
 void check_backend_name(const std::string& name);

@@ -49,6 +49,10 @@ struct CampaignRecord {
     double spent_gpu_s = 0;
     std::optional<nlohmann::json> end;       ///< the campaign-end event
     std::size_t llm_exchanges = 0;
+    long llm_input_tokens = 0;               ///< as the provider counted them, over every exchange
+    long llm_output_tokens = 0;
+    std::size_t llm_refusals = 0;            ///< answers the agent's harness refused
+    std::size_t llm_fallbacks = 0;           ///< steps handed to the rules policy
 
     [[nodiscard]] double budget_gpu_s() const { return start.value("budget_gpu_seconds", 0.0); }
     [[nodiscard]] double left_gpu_s() const { return budget_gpu_s() - spent_gpu_s; }

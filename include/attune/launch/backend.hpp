@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct TrialPlan {
     std::filesystem::path dir;           ///< trials/<n>/: logs and the backend's own files go here
     std::filesystem::path recipe_file;   ///< the trial recipe as the framework reads it
     std::uint64_t run_id = 0;            ///< distinguishes repeated runs of one configuration
+    int early_stop_min_steps = 0;        ///< stop once throughput is stable after this many timed steps; 0: never
     /// Set by the user's Ctrl-C: wait() cancels the job and returns an interrupted Outcome.
     const std::atomic<bool>* interrupted = nullptr;
 };
@@ -75,5 +77,14 @@ std::unique_ptr<Backend> make_local_backend(const cluster::Cluster& cluster);
 /// Slurm: one sbatch script per trial, `sbatch --parsable`, squeue/sacct polling, scancel
 /// (docs/backends.md). `max_queue_wait_s` > 0 cancels a job still pending after that long.
 std::unique_ptr<Backend> make_slurm_backend(const cluster::Cluster& cluster, double max_queue_wait_s = 0);
+
+}  // namespace attune::launch
+
+namespace attune::launch {
+
+/// Serves a recorded campaign's outcomes instead of launching: (trial, attempt) -> what was
+/// measured then (log paths absolute, in the recorded folder). A trial the record lacks
+/// "crashes" with a log that says so: the replay has diverged.
+std::unique_ptr<Backend> make_replay_backend(std::map<std::pair<int, int>, Outcome> recorded);
 
 }  // namespace attune::launch

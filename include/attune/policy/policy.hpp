@@ -4,10 +4,12 @@
 
 #include <attune/cluster/cluster.hpp>
 #include <attune/gate/adapter.hpp>
+#include <attune/gate/policy.hpp>
 #include <attune/recipe/document.hpp>
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +68,10 @@ struct CampaignState {
     double budget_left_gpu_s = 0;
     double trial_cost_gpu_s = 0;             ///< the preflight's estimate of the next trial's cost
     std::function<Preflight(const Edits&)> estimate;
+    /// Lines of trial `n`'s logs: those containing `pattern` (all when empty), the last `tail` of them.
+    std::function<std::string(int n, const std::string& pattern, int tail)> read_log;
+    const gate::Rules* rules = nullptr;      ///< so a policy can pre-check a proposal (the loop's gate is final)
+    const gate::Policy* gate_policy = nullptr;
 };
 
 /// One change to the incumbent: its edits (on top of the incumbent's), why, and what it answers.
@@ -88,6 +94,9 @@ public:
     virtual ~Policy() = default;
     [[nodiscard]] virtual std::string name() const = 0;
     virtual Decision propose(const CampaignState& state) = 0;
+    /// What happened inside the last propose() that the journal must keep (LLM exchanges,
+    /// refused answers, fallbacks), as (event type, fields); the policy forgets them.
+    virtual std::vector<std::pair<std::string, nlohmann::json>> take_records() { return {}; }
 };
 
 /// The configuration `edits` applied on top of `base`.

@@ -21,6 +21,9 @@ nlohmann::json summary_json(const campaign::CampaignRecord& record, const std::f
 /// One line for the terminal as a trial finishes: n, lever, old -> new, verdict, speed, budget.
 std::string trial_line(const campaign::CampaignRecord& record, const campaign::TrialRecord& trial);
 
+/// The budget as a bar for a terminal: `[#######.............]  45.2 of 200.0 GPU-h, 7 trials`.
+std::string budget_bar(const campaign::CampaignRecord& record, int width = 30);
+
 /// The end-of-campaign summary printed on stdout.
 std::string terminal_summary(const campaign::CampaignRecord& record, const std::filesystem::path& dir);
 

@@ -2,6 +2,7 @@
 // The simulator's plain inputs: the hardware, the model's shape and the job's parallel layout.
 // They are independent of recipe files so the estimator stays a pure, fast function.
 
+#include <filesystem>
 #include <optional>
 #include <string_view>
 
@@ -47,6 +48,11 @@ struct ModelShape {
 /// A well-known architecture by Hugging Face id (`meta-llama/Llama-3.1-70B`) or short key
 /// (`llama3_70b`), case-insensitive; seq_len is left at 0 for the caller. Nullopt when unknown.
 std::optional<ModelShape> find_model(std::string_view name);
+
+/// The shape in a Hugging Face `config.json` (num_hidden_layers, hidden_size, intermediate_size,
+/// attention heads, KV heads, vocab_size, head_dim, and the MoE and MLA fields where present).
+/// Throws InputError naming the file and the field when it cannot be read.
+ModelShape model_from_config(const std::filesystem::path& config_json);
 
 enum class Recompute { none, selective, full };
 enum class Precision { bf16, fp8 };

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <vector>
 
 namespace attune::sim {
 
@@ -52,7 +53,14 @@ struct TrainRun {
     Dialect dialect = Dialect::megatron;
     double startup_s = 0;             ///< simulated job start-up (container, NCCL init, model build)
     double time_limit_s = 0;          ///< the job is killed, as Slurm would, past this; 0 means none
+    /// Early stop: after this many timed steps (the first is warm-up), stop once the median step
+    /// time's standard error is below `stable_standard_error`. 0 runs every step.
+    int early_stop_min_steps = 0;
+    double stable_standard_error = 0.004;
 };
+
+/// The relative standard error of the median of `times` (1.2533 x 1.4826 x MAD / sqrt(n)).
+double median_standard_error(std::vector<double> times);
 
 /// How a simulated run ended, in simulated time.
 struct TrainResult {

@@ -1,0 +1,212 @@
+// Black-box: `attune tune --policy llm` against an OpenAI-compatible server on 127.0.0.1 that
+// answers a scripted conversation: accepted proposals, an objective change the gate refuses, a
+// key that does not exist, malformed arguments, a text answer, a 429, and a stop.
+#include "../support/loopback_server.hpp"
+#include "../support/run.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using attune::test_support::LoopbackServer;
+using attune::test_support::run_attune;
+using attune::test_support::ScriptedResponse;
+using attune::test_support::TempDir;
+using nlohmann::json;
+
+constexpr const char* k_secret = "sk-test-secret-4f1c9a";
+
+ScriptedResponse tool_call(const std::string& name, const std::string& arguments) {
+    json body{{"id", "chatcmpl-1"},
+              {"object", "chat.completion"},
+              {"choices",
+               {{{"index", 0},
+                 {"message",
+                  {{"role", "assistant"},
+                   {"content", nullptr},
+                   {"tool_calls", {{{"id", "call-" + name}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}}}}}},
+                 {"finish_reason", "tool_calls"}}}},
+              {"usage", {{"prompt_tokens", 1200}, {"completion_tokens", 40}, {"total_tokens", 1240}}}};
+    return {200, body.dump(), {}, {}};
+}
+
+ScriptedResponse text_only(const std::string& text) {
+    json body{{"id", "chatcmpl-2"},
+              {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"finish_reason", "stop"}}}},
+              {"usage", {{"prompt_tokens", 900}, {"completion_tokens", 12}}}};
+    return {200, body.dump(), {}, {}};
+}
+
+std::vector<json> events_of(const fs::path& campaign) {
+    std::ifstream in(campaign / "journal.jsonl");
+    std::vector<json> events;
+    for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
+    return events;
+}
+
+std::string all_files_text(const fs::path& dir) {
+    std::string text;
+    for (const auto& entry : fs::recursive_directory_iterator(dir))
+        if (entry.is_regular_file()) {
+            std::ifstream in(entry.path());
+            std::stringstream s;
+            s << in.rdbuf();
+            text += s.str();
+        }
+    return text;
+}
+
+TEST(TuneLlm, TheAgentProposesIsRefusedRecoversAndStopsAndNoSecretIsWritten) {
+    LoopbackServer server;
+    // Step 1: an allowed single-lever change.
+    server.enqueue(tool_call("propose_change", R"({"edits": {"model.optim.overlap_grad_sync": true}, "rationale": "hide the reduce-scatter"})"));
+    // Step 2: an objective change (the gate refuses), a key that does not exist, malformed arguments:
+    // three refusals, so the step falls back to the rules policy.
+    server.enqueue(tool_call("propose_change", R"({"edits": {"model.global_batch_size": 1024}, "rationale": "bigger batch"})"));
+    server.enqueue(tool_call("propose_change", R"({"edits": {"model.turbo_mode": true}, "rationale": "go fast"})"));
+    server.enqueue(tool_call("propose_change", R"({"edits": {"model.micro_batch_size": )"));
+    // Step 3: text without a tool call, a 429 with Retry-After, an estimate, then a proposal.
+    server.enqueue(text_only("I think tensor parallel overlap would help."));
+    server.enqueue({429, R"({"error": {"message": "rate limited"}})", {{"Retry-After", "0"}}, {}});
+    server.enqueue(tool_call("estimate", R"({"edits": {"model.ub_tp_comm_overlap": true}})"));
+    server.enqueue(tool_call("propose_change", R"({"edits": {"model.ub_tp_comm_overlap": true}, "rationale": "overlap tp comms"})"));
+    // Step 4: stop.
+    server.enqueue(tool_call("stop", R"({"reason": "the remaining levers are small"})"));
+
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const auto result = run_attune({"-q", "tune", std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
+                                    "--budget", "120gpuh", "--policy", "llm", "--llm", "openai:test-model", "--llm-url",
+                                    server.url() + "/v1", "--campaign", campaign.string(), "--json"},
+                                   {}, {std::string("OPENAI_API_KEY=") + k_secret});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const json summary = json::parse(result.out);
+
+    const auto events = events_of(campaign);
+    int exchanges = 0, refusals = 0, fallbacks = 0, retried = 0;
+    std::vector<std::string> refusal_reasons;
+    for (const auto& e : events) {
+        exchanges += e["type"] == "llm-exchange" ? 1 : 0;
+        if (e["type"] == "llm-exchange" && e["attempts"].size() == 2 && e["attempts"][0]["status"] == 429) ++retried;
+        fallbacks += e["type"] == "llm-fallback" ? 1 : 0;
+        if (e["type"] == "llm-refused") {
+            ++refusals;
+            refusal_reasons.push_back(e["reason"].get<std::string>());
+        }
+    }
+    EXPECT_EQ(exchanges, 8) << "every chat call is journaled";
+    EXPECT_EQ(retried, 1) << "the 429 shows as a first attempt, retried";
+    EXPECT_EQ(fallbacks, 1);
+    ASSERT_EQ(refusals, 3);
+    EXPECT_NE(refusal_reasons[0].find("global_batch_size"), std::string::npos) << refusal_reasons[0];
+    EXPECT_NE(refusal_reasons[1].find("model.turbo_mode"), std::string::npos) << refusal_reasons[1];
+    EXPECT_NE(refusal_reasons[2].find("not JSON"), std::string::npos) << refusal_reasons[2];
+
+    std::vector<std::string> levers;
+    for (const auto& t : summary["trials"])
+        if (t["kind"] == "candidate") levers.push_back(t["lever"].get<std::string>());
+    ASSERT_GE(levers.size(), 3u);
+    EXPECT_EQ(levers[0], "overlap_grad_reduce");
+    EXPECT_EQ(levers[2], "tp_comm_overlap");
+    for (const auto& t : summary["trials"]) EXPECT_NE(t["edits"].dump().find("global_batch_size"), 0u);
+    EXPECT_NE(summary["stop_reason"].get<std::string>().find("the model stopped"), std::string::npos);
+    EXPECT_EQ(summary["llm"]["calls"], 8);
+    EXPECT_EQ(summary["llm"]["input_tokens"], 7 * 1200 + 900) << "usage as the server counted it";
+    EXPECT_EQ(summary["llm"]["refused_answers"], 3);
+    EXPECT_EQ(summary["llm"]["fallbacks_to_rules"], 1);
+
+    EXPECT_EQ(all_files_text(campaign).find(k_secret), std::string::npos) << "an API key reached the campaign folder";
+    const auto requests = server.requests();
+    ASSERT_FALSE(requests.empty());
+    EXPECT_EQ(requests.front().target, "/v1/chat/completions");
+    EXPECT_NE(requests.front().body.find("search-rules.md"), std::string::npos) << "the skill set is in the system prompt";
+}
+
+struct ProviderCase {
+    std::string provider;
+    std::string url_suffix;                  ///< what --llm-url adds to the server's address
+    std::string expected_path;               ///< where attune must post
+    std::vector<std::string> environment;    ///< the provider's credentials (fake)
+    std::string secret;                      ///< must appear in no file the campaign wrote
+};
+
+ScriptedResponse provider_tool_call(const std::string& provider, const std::string& name, const json& input) {
+    if (provider == "anthropic")
+        return {200, json{{"id", "msg_1"}, {"type", "message"}, {"role", "assistant"},
+                          {"content", {{{"type", "tool_use"}, {"id", "toolu_" + name}, {"name", name}, {"input", input}}}},
+                          {"stop_reason", "tool_use"}, {"usage", {{"input_tokens", 800}, {"output_tokens", 30}}}}.dump(), {}, {}};
+    return {200, json{{"output", {{"message", {{"role", "assistant"},
+                                                {"content", {{{"toolUse", {{"toolUseId", "t-" + name}, {"name", name}, {"input", input}}}}}}}}}},
+                      {"stopReason", "tool_use"}, {"usage", {{"inputTokens", 800}, {"outputTokens", 30}, {"totalTokens", 830}}}}.dump(), {}, {}};
+}
+
+class TuneLlmProvider : public testing::TestWithParam<ProviderCase> {};
+
+TEST_P(TuneLlmProvider, AProposalIsAcceptedEndToEndAnObjectiveChangeRefusedAndNoSecretWritten) {
+    const auto& c = GetParam();
+    LoopbackServer server;
+    server.enqueue(provider_tool_call(c.provider, "propose_change", {{"edits", {{"model.global_batch_size", 2048}}}, {"rationale", "bigger"}}));
+    server.enqueue(provider_tool_call(c.provider, "propose_change", {{"edits", {{"model.optim.overlap_grad_sync", true}}}, {"rationale", "overlap"}}));
+    server.enqueue(provider_tool_call(c.provider, "stop", {{"reason", "done"}}));
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const auto model = c.provider == "bedrock" ? "bedrock:anthropic.claude-3-5-sonnet-20240620-v1:0" : "anthropic:claude-test";
+    const auto result = run_attune({"-q", "tune", std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
+                                    "--budget", "40gpuh", "--policy", "llm", "--llm", model, "--llm-url", server.url() + c.url_suffix,
+                                    "--campaign", campaign.string(), "--json"},
+                                   {}, c.environment);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const json summary = json::parse(result.out);
+    ASSERT_GE(summary["trials"].size(), 2u);
+    EXPECT_EQ(summary["trials"][1]["lever"], "overlap_grad_reduce");
+    int refused = 0;
+    for (const auto& e : events_of(campaign))
+        refused += e["type"] == "llm-refused" && e["reason"].get<std::string>().find("global_batch_size") != std::string::npos ? 1 : 0;
+    EXPECT_EQ(refused, 1);
+    ASSERT_FALSE(server.requests().empty());
+    EXPECT_EQ(server.requests().front().target.rfind(c.expected_path, 0), 0u) << server.requests().front().target;
+    EXPECT_EQ(all_files_text(campaign).find(c.secret), std::string::npos) << "a credential reached the campaign folder";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Providers, TuneLlmProvider,
+    testing::Values(ProviderCase{"anthropic", "", "/v1/messages", {"ANTHROPIC_API_KEY=sk-ant-fake-71b2"}, "sk-ant-fake-71b2"},
+                    ProviderCase{"bedrock", "", "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/converse",
+                                 {"AWS_ACCESS_KEY_ID=AKIDFAKE0001", "AWS_SECRET_ACCESS_KEY=fake/secret+key9", "AWS_REGION=us-east-1"},
+                                 "fake/secret+key9"}),
+    [](const testing::TestParamInfo<ProviderCase>& info) { return info.param.provider; });
+
+TEST(TuneLlm, NoSkillsLeavesTheSkillSetOutOfThePrompt) {
+    LoopbackServer server;
+    server.enqueue(tool_call("stop", R"({"reason": "testing"})"));
+    const TempDir dir;
+    const auto result = run_attune({"-q", "tune", std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
+                                    "--budget", "20gpuh", "--policy", "llm", "--no-skills", "--llm", "openai:m", "--llm-url",
+                                    server.url() + "/v1", "--campaign", (dir.path() / "c").string()},
+                                   {}, {"OPENAI_API_KEY=x"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    ASSERT_EQ(server.requests().size(), 1u);
+    EXPECT_EQ(server.requests().front().body.find("search-rules.md"), std::string::npos);
+}
+
+TEST(TuneLlm, AMissingKeyOrModelIsAUsageErrorBeforeAnythingIsWritten) {
+    const TempDir dir;
+    const std::string recipe = std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml";
+    const auto no_model = run_attune({"tune", recipe, "--policy", "llm", "--campaign", (dir.path() / "a").string()});
+    EXPECT_EQ(no_model.exit_code, 2);
+    EXPECT_NE(no_model.err.find("--llm PROVIDER:MODEL"), std::string::npos);
+    const auto no_key = run_attune({"tune", recipe, "--policy", "llm", "--llm", "anthropic:claude", "--campaign",
+                                    (dir.path() / "b").string()},
+                                   {}, {"ANTHROPIC_API_KEY="});
+    EXPECT_EQ(no_key.exit_code, 2);
+    EXPECT_NE(no_key.err.find("ANTHROPIC_API_KEY"), std::string::npos) << no_key.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "a"));
+    EXPECT_FALSE(fs::exists(dir.path() / "b"));
+}
+
+}  // namespace

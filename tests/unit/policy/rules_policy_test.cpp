@@ -1,0 +1,101 @@
+// The rules policy on the NeMo 8B example: which move it proposes, with which companion edits,
+// and what it refuses to propose again.
+#include <attune/campaign/trial_io.hpp>
+#include <attune/gate/adapter.hpp>
+#include <attune/gate/verdict.hpp>
+#include <attune/policy/rules_policy.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace attune;
+
+struct Fixture {
+    gate::LoadedRecipe loaded = gate::load_recipe(std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
+                                                  gate::default_rules());
+    cluster::Cluster cluster = cluster::default_cluster();
+    policy::Measurement measured;
+
+    Fixture() {
+        measured.status = "ok";
+        measured.tokens_per_s_per_gpu = 5000;
+        measured.peak_memory_gib = 20;
+        measured.noise = 0.003;
+        measured.facts["memory_headroom_gib"] = 59;
+    }
+
+    policy::CampaignState state(const policy::Edits& incumbent = {}) const {
+        policy::CampaignState s;
+        s.original = &loaded.document;
+        s.adapter = loaded.adapter;
+        s.cluster = &cluster;
+        s.incumbent = 0;
+        s.incumbent_edits = incumbent;
+        s.incumbent_measured = &measured;
+        s.history.push_back({.n = 0, .kind = "baseline", .lever = "", .move = "baseline", .edits = incumbent, .incumbent = -1,
+                             .outcome = "ok", .preflight = std::nullopt, .measured = measured, .accepted = false});
+        s.budget_left_gpu_s = 200 * 3600;
+        s.trial_cost_gpu_s = 4 * 3600;
+        s.estimate = [this](const policy::Edits& edits) {
+            std::vector<recipe::Edit> list;
+            for (const auto& [path, value] : edits) list.push_back({path, value, false});
+            return campaign::preflight_of(loaded.document.with_edits(list), *loaded.adapter, cluster);
+        };
+        return s;
+    }
+};
+
+policy::Proposal proposal(const policy::Decision& decision) {
+    EXPECT_TRUE(std::holds_alternative<policy::Proposal>(decision)) << std::get<policy::Stop>(decision).reason;
+    return std::get<policy::Proposal>(decision);
+}
+
+TEST(RulesPolicy, ATpMoveKeepsThePaddedVocabularyAndAnUnknownQuantityDoesNotBlockItsGuard) {
+    const Fixture f;
+    const auto rules = policy::SearchRules::load(std::string(ATTUNE_FIXTURES) + "/policy/one-phase.yaml");
+    auto policy = policy::make_rules_policy(rules);
+    const auto p = proposal(policy->propose(f.state()));
+    EXPECT_EQ(p.lever, "tp");
+    EXPECT_EQ(p.move, "shrink/1");
+    ASSERT_EQ(p.edits.size(), 2u) << "tp and its companion; NeMo's micro batch is not a companion of tp";
+    EXPECT_EQ(p.edits.at("model.tensor_model_parallel_size").to_string(), "2");
+    EXPECT_EQ(p.edits.at("model.make_vocab_size_divisible_by").to_string(), "256") << "128 x 4 = 256 x 2: 128512 rows either way";
+}
+
+TEST(RulesPolicy, AMoveTriedAgainstThisIncumbentIsNotProposedAgainAndARequirementBlocks) {
+    const Fixture f;
+    const auto rules = policy::SearchRules::load(std::string(ATTUNE_FIXTURES) + "/policy/one-phase.yaml");
+    auto policy = policy::make_rules_policy(rules);
+    auto state = f.state();
+    state.history.push_back({.n = 1, .kind = "candidate", .lever = "tp", .move = "shrink/1", .edits = {}, .incumbent = 0,
+                             .outcome = "ok", .preflight = std::nullopt, .measured = std::nullopt, .accepted = false});
+    const auto decision = policy->propose(state);
+    ASSERT_TRUE(std::holds_alternative<policy::Stop>(decision)) << proposal(decision).move;
+    EXPECT_EQ(std::get<policy::Stop>(decision).reason, "nothing left");
+}
+
+TEST(RulesPolicy, TheShippedRulesProposeOneLeverThatTheGateAllows) {
+    const Fixture f;
+    auto policy = policy::make_rules_policy(policy::default_search_rules());
+    const auto p = proposal(policy->propose(f.state()));
+    std::vector<recipe::Edit> list;
+    for (const auto& [path, value] : p.edits) list.push_back({path, value, false});
+    const auto candidate = f.loaded.document.with_edits(list);
+    gate::Policy gate_policy;
+    const auto verdict = gate::check(f.loaded.document, candidate, *f.loaded.adapter, gate::default_rules(), gate_policy, f.cluster, {});
+    EXPECT_TRUE(verdict.allowed);
+    EXPECT_EQ(verdict.levers.size(), 1u) << p.rationale;
+}
+
+TEST(RulesPolicy, AnOutOfMemoryIncumbentGetsAFixOomMove) {
+    Fixture f;
+    f.measured.status = "oom";
+    f.measured.tokens_per_s_per_gpu.reset();
+    f.measured.facts.clear();
+    auto policy = policy::make_rules_policy(policy::default_search_rules());
+    const auto p = proposal(policy->propose(f.state()));
+    EXPECT_EQ(p.move.rfind("fix-oom/", 0), 0u) << p.move;
+}
+
+}  // namespace
