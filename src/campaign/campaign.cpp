@@ -174,7 +174,7 @@ private:
         switch (trial.stage) {
             case Stage::proposed: return gate(trial);
             case Stage::gated: return preflight(record, trial);
-            case Stage::preflighted: return launch(trial, 1);
+            case Stage::preflighted: return launch(trial, std::max(1, trial.attempts));  // again after a cancelled attempt
             case Stage::launched: return measure(record, trial);
             case Stage::measured: return after_measure(record, trial);
             default: return;
@@ -319,8 +319,25 @@ private:
     void measure(const CampaignRecord& record, const TrialRecord& trial) {
         auto [verdict, admitted] = admit(trial);
         if (!admitted) throw RuntimeFailure(fmt::format("trial {}: the gate no longer admits it", trial.view.n));
-        const auto plan = plan_of(trial, trial.attempts);
+        auto plan = plan_of(trial, trial.attempts);
+        plan.interrupted = &m_interrupted;
         const auto outcome = m_backend.wait(*admitted, plan, launch::Submission{trial.job_id});
+        if (outcome.interrupted) {
+            // The user stopped the campaign mid-trial: the backend cancelled the job. Its cost is
+            // charged; the attempt is not measured, so --resume launches it again.
+            const double cost = std::min(outcome.gpu_seconds, std::max(0.0, record.left_gpu_s()));
+            m_journal.append("cancelled", {{"trial", trial.view.n},
+                                           {"attempt", trial.attempts},
+                                           {"job_id", trial.job_id},
+                                           {"reason", "interrupted"},
+                                           {"state", outcome.state},
+                                           {"elapsed_s", outcome.elapsed_s},
+                                           {"queue_wait_s", outcome.queue_wait_s},
+                                           {"gpus", outcome.gpus},
+                                           {"gpu_seconds", cost},
+                                           {"charged_from", outcome.charged_from}});
+            return;
+        }
         const auto reading = read_trial(outcome.logs, document_of(trial.view.edits), *m_ctx.adapter, m_ctx.cluster);
         // Never charge more than is left: the time limit bounds a trial, so this only trims rounding.
         const double charged = std::min(outcome.gpu_seconds, std::max(0.0, record.left_gpu_s()));
@@ -335,6 +352,7 @@ private:
                                      {"gpus", outcome.gpus},
                                      {"gpu_seconds", charged},
                                      {"charged_from", outcome.charged_from},
+                                     {"queue_wait_s", outcome.queue_wait_s},
                                      {"losses", reading.losses},
                                      {"evidence", reading.evidence},
                                      {"logs", logs}});

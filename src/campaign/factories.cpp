@@ -15,7 +15,7 @@ namespace attune::campaign {
 namespace {
 
 constexpr std::array k_policies = {"rules", "llm"};
-constexpr std::array k_backends = {"sim"};
+constexpr std::array k_backends = {"sim", "local", "slurm"};
 
 std::unique_ptr<llm::Client> llm_client(const PolicyOptions& options) {
     if (options.llm.empty()) throw InputError("--policy llm needs --llm PROVIDER:MODEL (openai, anthropic or bedrock)");
@@ -47,10 +47,16 @@ std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const 
     return rules;
 }
 
+void check_backend_name(const std::string& name) {
+    if (std::find(k_backends.begin(), k_backends.end(), name) == k_backends.end())
+        throw InputError(fmt::format("--backend {}: expected one of {}", name, fmt::join(k_backends, ", ")));
+}
+
 std::unique_ptr<launch::Backend> make_backend(const Context& context) {
-    if (context.backend == "sim")
-        return launch::make_sim_backend(context.cluster, context.world_seed ? context.world_seed : sim::k_default_world_seed);
-    throw InputError(fmt::format("--backend {}: expected one of {}", context.backend, fmt::join(k_backends, ", ")));
+    check_backend_name(context.backend);
+    if (context.backend == "local") return launch::make_local_backend(context.cluster);
+    if (context.backend == "slurm") return launch::make_slurm_backend(context.cluster, context.max_queue_wait_s);
+    return launch::make_sim_backend(context.cluster, context.world_seed ? context.world_seed : sim::k_default_world_seed);
 }
 
 }  // namespace attune::campaign

@@ -80,6 +80,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
     context.llm = settings.llm;
     context.llm_url = settings.llm_url;
     context.no_skills = settings.no_skills;
+    context.max_queue_wait_s = settings.max_queue_wait_s;
     Journal journal = Journal::open(dir);
     journal.append("campaign-start",
                    {{"recipe", settings.recipe.string()},
@@ -98,6 +99,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"trial_steps", context.trial_steps},
                     {"seed", settings.seed},
                     {"world_seed", settings.world_seed},
+                    {"max_queue_wait_s", settings.max_queue_wait_s},
                     {"rules_hash", context.rules->hash()},
                     {"search_rules", context.search->source},
                     {"attune_version", ATTUNE_VERSION}});
@@ -128,6 +130,7 @@ Opened reopen(const fs::path& dir, bool lock) {
     context.llm = start.value("llm", "");
     context.llm_url = start.value("llm_url", "");
     context.no_skills = start.value("no_skills", false);
+    context.max_queue_wait_s = start.value("max_queue_wait_s", 0.0);
     return {std::move(context), std::move(journal), std::move(held)};
 }
 

@@ -72,6 +72,15 @@ void on_launched(TrialRecord& trial, const nlohmann::json& e) {
     trial.recipe_file = e.value("recipe", "");
 }
 
+// An attempt cancelled by the user (Ctrl-C): what it ran is charged, and the trial goes back to
+// waiting for its launch, so that a resumed campaign runs that attempt again.
+void on_cancelled(CampaignRecord& record, TrialRecord& trial, const nlohmann::json& e) {
+    const double charged = e.value("gpu_seconds", 0.0);
+    trial.gpu_seconds += charged;
+    record.spent_gpu_s += charged;
+    trial.stage = Stage::preflighted;
+}
+
 void on_metrics(CampaignRecord& record, TrialRecord& trial, const nlohmann::json& e) {
     trial.stage = Stage::measured;
     trial.view.measured = measurement_from_json(e.value("measured", nlohmann::json::object()));
@@ -127,6 +136,7 @@ CampaignRecord fold(const std::vector<nlohmann::json>& events) {
         else if (type == "preflight") on_preflight(trial_of(record, e), e);
         else if (type == "launched") on_launched(trial_of(record, e), e);
         else if (type == "metrics") on_metrics(record, trial_of(record, e), e);
+        else if (type == "cancelled") on_cancelled(record, trial_of(record, e), e);
         else if (type == "decision") on_decision(record, trial_of(record, e), e);
         else if (type == "llm-exchange") on_exchange(record, e);
         else if (type == "llm-refused") ++record.llm_refusals;

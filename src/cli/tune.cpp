@@ -3,6 +3,7 @@
 #include <attune/campaign/factories.hpp>
 #include <attune/cli/command.hpp>
 #include <attune/core/error.hpp>
+#include <attune/launch/slurm.hpp>
 #include <attune/report/report.hpp>
 #include <attune/util/files.hpp>
 
@@ -37,6 +38,7 @@ struct TuneOptions {
     bool no_skills = false;
     double llm_timeout_s = 0;
     bool json = false;
+    std::string max_queue_wait;
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -77,7 +79,14 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     settings.llm = o.llm;
     settings.llm_url = o.llm_url;
     settings.no_skills = o.no_skills;
-    campaign::check_policy(policy_options(o, o.seed));  // refuse a bad policy before anything is written
+    campaign::check_policy(policy_options(o, o.seed));  // refuse a bad policy or backend before anything is written
+    if (!o.max_queue_wait.empty()) {
+        const auto seconds = launch::slurm::parse_time(o.max_queue_wait);
+        if (!seconds || *seconds <= 0)
+            throw InputError(fmt::format("--max-queue-wait {}: expected a Slurm time such as 30 (minutes), 10:00 or 1-00:00:00", o.max_queue_wait));
+        settings.max_queue_wait_s = *seconds;
+    }
+    campaign::check_backend_name(o.backend);
     return campaign::create(o.campaign_dir.empty() ? default_campaign_dir(o.recipe) : fs::path(o.campaign_dir), settings);
 }
 
@@ -123,7 +132,10 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     auto* tune = app.add_subcommand("tune", "Tune a recipe's throughput within a GPU-hour budget");
     tune->add_option("RECIPE", options->recipe, "The recipe to tune (the framework's own YAML)");
     tune->add_option("--budget", options->budget, "GPU-time budget: 200gpuh, 200 gpu-h, 12000gpumin")->capture_default_str();
-    tune->add_option("--backend", options->backend, "Where trials run: sim (default)")->capture_default_str();
+    tune->add_option("--backend", options->backend, "Where trials run: sim (default), local (a child process), slurm (sbatch)")
+        ->capture_default_str();
+    tune->add_option("--max-queue-wait", options->max_queue_wait,
+                     "slurm: cancel a trial still queued after this long (Slurm time: MM, HH:MM:SS, D-HH:MM:SS)");
     tune->add_option("--cluster", options->cluster_file, "Cluster file (default: 8 x 8 H100)");
     tune->add_option("--policy", options->policy, "Who proposes: rules (default)")->capture_default_str();
     tune->add_option("--framework", options->framework, "Force the recipe family (nemo, hyperpod-hf, automodel)");

@@ -29,6 +29,15 @@ struct Signature {
 const std::vector<Signature>& signatures() {
     static const std::vector<Signature> table = {
         {"DUE TO TIME LIMIT", Status::time_limit, 100},
+        // The launch backends' own note of how the scheduler (or the local process) ended the job
+        // (`attune: slurm job 12 ended in state NODE_FAIL ...`, docs/backends.md).
+        {"ended in state TIMEOUT", Status::time_limit, 100},
+        {"ended in state PREEMPTED", Status::preempted, 100},
+        {"ended in state NODE_FAIL", Status::node_failure, 98},
+        {"ended in state BOOT_FAIL", Status::node_failure, 98},
+        {"ended in state OUT_OF_MEMORY", Status::oom, 90},
+        {"ended in state CANCELLED", Status::hang, 50},
+        {"ended in state FAILED", Status::crash, 5},
         {"DUE TO PREEMPTION", Status::preempted, 100},
         {"DUE TO NODE FAILURE", Status::node_failure, 98},
         {"Node failure on", Status::node_failure, 98},

@@ -38,6 +38,7 @@ struct Settings {
     std::string llm;                         ///< --policy llm: PROVIDER:MODEL (never a key)
     std::string llm_url;
     bool no_skills = false;
+    double max_queue_wait_s = 0;             ///< slurm backend: cancel a trial still queued after this long; 0: no cap
 };
 
 /// One line per finished trial for the user's terminal.
@@ -60,6 +61,7 @@ struct Context {
     std::string llm;
     std::string llm_url;
     bool no_skills = false;
+    double max_queue_wait_s = 0;
 };
 
 /// A campaign folder held by this process: its context, its journal and the lock on it.

@@ -28,6 +28,9 @@ std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const 
 /// --llm-url and the provider's credentials in the environment. Checked before anything is written.
 void check_policy(const PolicyOptions& options);
 
+/// Throws InputError unless `name` is a backend this build has (sim, local, slurm).
+void check_backend_name(const std::string& name);
+
 /// The backend the campaign was started with; throws InputError naming the accepted names otherwise.
 std::unique_ptr<launch::Backend> make_backend(const Context& context);
 

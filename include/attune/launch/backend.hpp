@@ -5,6 +5,7 @@
 #include <attune/cluster/cluster.hpp>
 #include <attune/gate/gated_trial.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -24,6 +25,8 @@ struct TrialPlan {
     std::filesystem::path recipe_file;   ///< the trial recipe as the framework reads it
     std::uint64_t run_id = 0;            ///< distinguishes repeated runs of one configuration
     int early_stop_min_steps = 0;        ///< stop once throughput is stable after this many timed steps; 0: never
+    /// Set by the user's Ctrl-C: wait() cancels the job and returns an interrupted Outcome.
+    const std::atomic<bool>* interrupted = nullptr;
 };
 
 /// A submitted job, as the journal records it.
@@ -41,6 +44,10 @@ struct Outcome {
     int gpus = 0;
     double gpu_seconds = 0;              ///< what the ledger charges
     std::string charged_from;            ///< "simulated clock", "sacct", "observed start/end"
+    double queue_wait_s = 0;             ///< submit to start: reported, never charged
+    /// The wait ended because `TrialPlan::interrupted` was set: the job was cancelled and the
+    /// attempt is not measured (a resumed campaign launches it again).
+    bool interrupted = false;
 };
 
 class Backend {
@@ -48,8 +55,10 @@ public:
     virtual ~Backend() = default;
     [[nodiscard]] virtual std::string name() const = 0;
     virtual Submission submit(const gate::GatedTrial& trial, const TrialPlan& plan) = 0;
-    /// Blocks until the job ends. Also used to re-attach to a job submitted before a crash.
+    /// Blocks until the job ends, or until `plan.interrupted` is set (then cancels it). Also used
+    /// to re-attach to a job submitted before a crash.
     virtual Outcome wait(const gate::GatedTrial& trial, const TrialPlan& plan, const Submission& job) = 0;
+    /// Stops the job if it is still queued or running; a job already ended is no error.
     virtual void cancel(const Submission& job) = 0;
 };
 
@@ -59,6 +68,15 @@ inline constexpr double k_sim_startup_s = 150;
 /// The embedded simulated cluster: trials run in-process in a seeded world the estimator does not
 /// see; time is simulated, so a campaign of hundreds of GPU-hours takes seconds.
 std::unique_ptr<Backend> make_sim_backend(const cluster::Cluster& cluster, std::uint64_t world_seed);
+
+/// A child process group on this machine: argv = cluster.launcher + the trial recipe's path, with
+/// the cluster's and the recipe's environment, a time limit (SIGTERM, then SIGKILL of the group)
+/// and GPU-seconds = wall time x the trial's GPUs (docs/backends.md).
+std::unique_ptr<Backend> make_local_backend(const cluster::Cluster& cluster);
+
+/// Slurm: one sbatch script per trial, `sbatch --parsable`, squeue/sacct polling, scancel
+/// (docs/backends.md). `max_queue_wait_s` > 0 cancels a job still pending after that long.
+std::unique_ptr<Backend> make_slurm_backend(const cluster::Cluster& cluster, double max_queue_wait_s = 0);
 
 }  // namespace attune::launch
 
