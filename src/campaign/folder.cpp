@@ -51,7 +51,9 @@ Context context_of(const fs::path& dir, const fs::path& recipe, const std::strin
                    .seed = 1,
                    .world_seed = 0,
                    .backend = "sim",
-                   .policy = "rules"};
+                   .policy = "rules",
+                   .preflight_verdicts = true,
+                   .max_levers = std::nullopt};
 }
 
 }  // namespace
@@ -74,6 +76,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
     context.world_seed = settings.world_seed;
     context.backend = settings.backend;
     context.policy = settings.policy;
+    context.preflight_verdicts = settings.preflight_verdicts;
+    context.max_levers = settings.max_levers;
     Journal journal = Journal::open(dir);
     journal.append("campaign-start",
                    {{"recipe", settings.recipe.string()},
@@ -89,6 +93,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"trial_steps", context.trial_steps},
                     {"seed", settings.seed},
                     {"world_seed", settings.world_seed},
+                    {"preflight_verdicts", settings.preflight_verdicts},
+                    {"max_levers", settings.max_levers ? json(*settings.max_levers) : json(nullptr)},
                     {"rules_hash", context.rules->hash()},
                     {"search_rules", context.search->source},
                     {"attune_version", ATTUNE_VERSION}});
@@ -116,6 +122,8 @@ Opened reopen(const fs::path& dir, bool lock) {
     context.world_seed = start.value("world_seed", std::uint64_t{0});
     context.backend = start.value("backend", "sim");
     context.policy = start.value("policy", "rules");
+    context.preflight_verdicts = start.value("preflight_verdicts", true);
+    if (start.contains("max_levers") && start["max_levers"].is_number_integer()) context.max_levers = start["max_levers"].get<int>();
     return {std::move(context), std::move(journal), std::move(held)};
 }
 

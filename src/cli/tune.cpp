@@ -35,6 +35,7 @@ struct TuneOptions {
     std::string llm;
     std::string llm_url;
     bool no_skills = false;
+    bool preflight = false;
     bool json = false;
 };
 
@@ -68,6 +69,8 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     if (!o.gate_policy.empty()) settings.gate_policy = o.gate_policy;
     settings.seed = o.seed;
     settings.world_seed = o.world_seed;
+    settings.preflight_verdicts = o.preflight || campaign::policy_uses_preflight(o.policy);
+    settings.max_levers = campaign::policy_max_levers(o.policy);
     campaign::check_policy_name(o.policy);  // refuse an unknown policy before anything is written
     return campaign::create(o.campaign_dir.empty() ? default_campaign_dir(o.recipe) : fs::path(o.campaign_dir), settings);
 }
@@ -104,7 +107,7 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     tune->add_option("--budget", options->budget, "GPU-time budget: 200gpuh, 200 gpu-h, 12000gpumin")->capture_default_str();
     tune->add_option("--backend", options->backend, "Where trials run: sim (default)")->capture_default_str();
     tune->add_option("--cluster", options->cluster_file, "Cluster file (default: 8 x 8 H100)");
-    tune->add_option("--policy", options->policy, "Who proposes: rules (default)")->capture_default_str();
+    tune->add_option("--policy", options->policy, "Who proposes: rules (default), random, bayes, grid")->capture_default_str();
     tune->add_option("--framework", options->framework, "Force the recipe family (nemo, hyperpod-hf, automodel)");
     tune->add_option("--trial-steps", options->trial_steps, "Steps per trial (default: 30)");
     tune->add_option("--campaign", options->campaign_dir, "Campaign folder (default: ./attune-campaigns/<recipe>-<time>)");
@@ -115,6 +118,7 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     tune->add_option("--llm", options->llm, "--policy llm: PROVIDER:MODEL (openai, anthropic, bedrock)");
     tune->add_option("--llm-url", options->llm_url, "--policy llm: base URL as the provider's SDK takes it");
     tune->add_flag("--no-skills", options->no_skills, "--policy llm: without the skill set (ablation)");
+    tune->add_flag("--preflight", options->preflight, "--policy random: judge its proposals by the memory estimate too");
     tune->add_flag("--json", options->json, "Print the result as one JSON document");
     tune->fallthrough();  // -q before or after the subcommand
     tune->callback([options, &chosen] { chosen = [options] { return execute(*options); }; });

@@ -35,6 +35,9 @@ struct Settings {
     std::optional<std::filesystem::path> gate_policy;
     std::uint64_t seed = 1;
     std::uint64_t world_seed = 0;            ///< sim backend only; 0 means the default world
+    bool preflight_verdicts = true;          ///< false: predicted OOMs and infeasible layouts are launched anyway
+                                             ///< (policies that have no preflight, such as random search)
+    std::optional<int> max_levers;           ///< the gate's --max-levers for each candidate; none: no limit
 };
 
 /// One line per finished trial for the user's terminal.
@@ -54,6 +57,8 @@ struct Context {
     std::uint64_t world_seed = 0;
     std::string backend;
     std::string policy;
+    bool preflight_verdicts = true;          ///< see Settings
+    std::optional<int> max_levers;           ///< see Settings
 };
 
 /// A campaign folder held by this process: its context, its journal and the lock on it.
