@@ -146,7 +146,10 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
             m_dims = {Dimension{field, dim.path, {v}}};
             try {
                 const auto doc = original.with_edits(edit_list(edits(Point{0})));
-                if (get(sim::from_recipe(doc, adapter, cluster).layout, field) == v) kept.push_back(v);
+                const sim::Layout read = sim::from_recipe(doc, adapter, cluster).layout;
+                if (get(read, field) == v) kept.push_back(v);
+                // NeMo's expert tensor parallelism defaults to tp: it moves with tp unless the recipe pins it.
+                if (field == Field::tp) m_etp_follows_tp = m_etp_follows_tp && read.etp == v;
             } catch (const InputError&) {
             }
         }
@@ -155,6 +158,7 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
         if (dim.options.size() >= 2) found.push_back(dim);
     }
     m_dims = std::move(found);
+    m_etp_follows_tp = m_etp_follows_tp && std::any_of(m_dims.begin(), m_dims.end(), [](const Dimension& d) { return d.field == Field::tp; });
     m_original_point = point_of({});
     // Leave out a lever the gate pins: no other value of it alone is allowed from the original.
     if (!m_original_point) return;
@@ -205,6 +209,7 @@ sim::Layout ConfigSpace::layout(const Point& point) const {
     l.dp = 0;
     for (std::size_t i = 0; i < m_dims.size(); ++i) set(l, m_dims[i].field, m_dims[i].options[point[i]]);
     l.sequence_parallel = l.tp > 1 && m_inputs.layout.sequence_parallel;
+    if (m_etp_follows_tp) l.etp = l.tp;
     return l;
 }
 
@@ -253,7 +258,7 @@ Edits ConfigSpace::edits(const Point& point) const {
         if (d.field == Field::tp) tp = v;
     }
     if (m_sp_path) out.insert_or_assign(*m_sp_path, Value::boolean(tp > 1));
-    if (m_vocab_path && tp != m_inputs.layout.tp) {
+    if (m_vocab_path) {   // written even when tp is the original's: the incumbent may have moved it
         const double multiple = *m_vocab_multiple * m_inputs.layout.tp / tp;
         if (multiple >= 1 && std::floor(multiple) == multiple) out.insert_or_assign(*m_vocab_path, Value::number(multiple));
     }

@@ -87,6 +87,7 @@ private:
     mutable std::map<Point, bool> m_admissible;
     bool m_vpp_null = false;       ///< the original leaves vpp null: write vpp 1 as null
     bool m_recompute_bool = false; ///< the recompute lever is a flag (HyperPod, AutoModel)
+    bool m_etp_follows_tp = true;  ///< the recipe leaves expert tp to default to tp
 };
 
 /// The option value of `field` at `point`, or nullopt when the space does not have that lever.
