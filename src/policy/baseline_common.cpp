@@ -21,8 +21,10 @@ std::vector<Tried> SpaceHolder::history(const CampaignState& state) {
         if (trial.measured) {
             if (trial.measured->status == "ok" && trial.measured->tokens_per_s_per_gpu)
                 t.tokens_per_s_per_gpu = trial.measured->tokens_per_s_per_gpu;
-            else t.failed = true;
-        } else if (trial.outcome == "refused" || trial.outcome == "predicted-oom" || trial.outcome == "infeasible") {
+            else
+                t.failed = true;
+        } else if (trial.outcome == "refused" || trial.outcome == "predicted-oom" ||
+                   trial.outcome == "infeasible") {
             t.failed = true;
         }
         out.push_back(std::move(t));
@@ -36,12 +38,14 @@ std::set<Point> SpaceHolder::tried(const CampaignState& state) {
     return out;
 }
 
-Proposal whole_configuration(const ConfigSpace& space, const Point& point, const std::string& move, const std::string& why) {
+Proposal whole_configuration(const ConfigSpace& space, const Point& point, const std::string& move,
+                             const std::string& why) {
     return Proposal{"configuration", move, space.edits(point), why + ": " + space.describe(point), ""};
 }
 
 std::uint64_t call_seed(std::uint64_t seed, const CampaignState& state) {
-    std::uint64_t x = seed * 0x9E3779B97F4A7C15ULL + std::uint64_t(state.history.size()) * 0xD1B54A32D192ED03ULL + 1;
+    std::uint64_t x =
+        seed * 0x9E3779B97F4A7C15ULL + std::uint64_t(state.history.size()) * 0xD1B54A32D192ED03ULL + 1;
     x ^= x >> 29;
     return x * 0xBF58476D1CE4E5B9ULL;
 }

@@ -3,7 +3,6 @@
 // and the campaign history read back as points of that space.
 
 #include <attune/policy/config_space.hpp>
-
 #include <map>
 #include <memory>
 #include <optional>
@@ -16,8 +15,8 @@ namespace attune::policy::baseline {
 /// One trial of the history as a point of the space.
 struct Tried {
     Point point;
-    std::optional<double> tokens_per_s_per_gpu;   ///< measured and ok
-    bool failed = false;                          ///< refused, predicted-oom, infeasible or a failed run
+    std::optional<double> tokens_per_s_per_gpu;  ///< measured and ok
+    bool failed = false;                         ///< refused, predicted-oom, infeasible or a failed run
 };
 
 /// The space (built on first use) and a cache of history edits -> points.
@@ -35,9 +34,11 @@ private:
 };
 
 /// A proposal that sets every lever of the space to `point`.
-Proposal whole_configuration(const ConfigSpace& space, const Point& point, const std::string& move, const std::string& why);
+Proposal whole_configuration(const ConfigSpace& space, const Point& point, const std::string& move,
+                             const std::string& why);
 
-/// A deterministic generator for this call: same seed and history, same draws (so `--resume` proposes the same).
+/// A deterministic generator for this call: same seed and history, same draws (so `--resume` proposes the
+/// same).
 std::uint64_t call_seed(std::uint64_t seed, const CampaignState& state);
 
 }  // namespace attune::policy::baseline

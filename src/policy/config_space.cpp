@@ -1,13 +1,11 @@
-#include <attune/policy/config_space.hpp>
-
-#include <attune/core/error.hpp>
-#include <attune/core/paths.hpp>
-#include <attune/gate/verdict.hpp>
-#include <attune/util/strings.hpp>
-
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <attune/core/error.hpp>
+#include <attune/core/paths.hpp>
+#include <attune/gate/verdict.hpp>
+#include <attune/policy/config_space.hpp>
+#include <attune/util/strings.hpp>
 #include <cmath>
 
 namespace attune::policy {
@@ -16,43 +14,85 @@ namespace {
 
 using recipe::Value;
 
-constexpr Field k_fields[] = {Field::tp,          Field::pp,          Field::vpp,
-                              Field::cp,          Field::ep,          Field::mbs,
-                              Field::recompute,   Field::cuda_graphs, Field::tp_comm_overlap,
-                              Field::overlap_grad_reduce, Field::overlap_param_gather};
+constexpr Field k_fields[] = {Field::tp,
+                              Field::pp,
+                              Field::vpp,
+                              Field::cp,
+                              Field::ep,
+                              Field::mbs,
+                              Field::recompute,
+                              Field::cuda_graphs,
+                              Field::tp_comm_overlap,
+                              Field::overlap_grad_reduce,
+                              Field::overlap_param_gather};
 
-bool exact(const std::string& pattern) { return pattern.find('*') == std::string::npos && pattern.find('[') == std::string::npos; }
+bool exact(const std::string& pattern) {
+    return pattern.find('*') == std::string::npos && pattern.find('[') == std::string::npos;
+}
 
 int get(const sim::Layout& l, Field f) {
     switch (f) {
-        case Field::tp: return l.tp;
-        case Field::pp: return l.pp;
-        case Field::vpp: return l.vpp;
-        case Field::cp: return l.cp;
-        case Field::ep: return l.ep;
-        case Field::mbs: return l.mbs;
-        case Field::recompute: return int(l.recompute);
-        case Field::cuda_graphs: return l.cuda_graphs ? 1 : 0;
-        case Field::tp_comm_overlap: return l.tp_comm_overlap ? 1 : 0;
-        case Field::overlap_grad_reduce: return l.overlap_grad_reduce ? 1 : 0;
-        case Field::overlap_param_gather: return l.overlap_param_gather ? 1 : 0;
+        case Field::tp:
+            return l.tp;
+        case Field::pp:
+            return l.pp;
+        case Field::vpp:
+            return l.vpp;
+        case Field::cp:
+            return l.cp;
+        case Field::ep:
+            return l.ep;
+        case Field::mbs:
+            return l.mbs;
+        case Field::recompute:
+            return int(l.recompute);
+        case Field::cuda_graphs:
+            return l.cuda_graphs ? 1 : 0;
+        case Field::tp_comm_overlap:
+            return l.tp_comm_overlap ? 1 : 0;
+        case Field::overlap_grad_reduce:
+            return l.overlap_grad_reduce ? 1 : 0;
+        case Field::overlap_param_gather:
+            return l.overlap_param_gather ? 1 : 0;
     }
     return 0;
 }
 
 void set(sim::Layout& l, Field f, int v) {
     switch (f) {
-        case Field::tp: l.tp = v; break;
-        case Field::pp: l.pp = v; break;
-        case Field::vpp: l.vpp = v; break;
-        case Field::cp: l.cp = v; break;
-        case Field::ep: l.ep = v; break;
-        case Field::mbs: l.mbs = v; break;
-        case Field::recompute: l.recompute = sim::Recompute(v); break;
-        case Field::cuda_graphs: l.cuda_graphs = v != 0; break;
-        case Field::tp_comm_overlap: l.tp_comm_overlap = v != 0; break;
-        case Field::overlap_grad_reduce: l.overlap_grad_reduce = v != 0; break;
-        case Field::overlap_param_gather: l.overlap_param_gather = v != 0; break;
+        case Field::tp:
+            l.tp = v;
+            break;
+        case Field::pp:
+            l.pp = v;
+            break;
+        case Field::vpp:
+            l.vpp = v;
+            break;
+        case Field::cp:
+            l.cp = v;
+            break;
+        case Field::ep:
+            l.ep = v;
+            break;
+        case Field::mbs:
+            l.mbs = v;
+            break;
+        case Field::recompute:
+            l.recompute = sim::Recompute(v);
+            break;
+        case Field::cuda_graphs:
+            l.cuda_graphs = v != 0;
+            break;
+        case Field::tp_comm_overlap:
+            l.tp_comm_overlap = v != 0;
+            break;
+        case Field::overlap_grad_reduce:
+            l.overlap_grad_reduce = v != 0;
+            break;
+        case Field::overlap_param_gather:
+            l.overlap_param_gather = v != 0;
+            break;
     }
 }
 
@@ -62,7 +102,8 @@ bool is_flag(Field f) { return f >= Field::cuda_graphs; }
 sim::Recompute recompute_of(const Value& value) {
     if (value.is_null()) return sim::Recompute::none;
     const std::string text = util::to_lower(value.to_string());
-    if (text.find("full") != std::string::npos || text == "uniform" || text == "block") return sim::Recompute::full;
+    if (text.find("full") != std::string::npos || text == "uniform" || text == "block")
+        return sim::Recompute::full;
     if (text.find("selective") != std::string::npos || text == "true") return sim::Recompute::selective;
     return sim::Recompute::none;
 }
@@ -77,50 +118,71 @@ std::vector<recipe::Edit> edit_list(const Edits& edits) {
 
 std::string_view lever_name(Field field) {
     switch (field) {
-        case Field::tp: return "tp";
-        case Field::pp: return "pp";
-        case Field::vpp: return "vpp";
-        case Field::cp: return "cp";
-        case Field::ep: return "ep";
-        case Field::mbs: return "micro_batch_size";
-        case Field::recompute: return "recompute";
-        case Field::cuda_graphs: return "cuda_graphs";
-        case Field::tp_comm_overlap: return "tp_comm_overlap";
-        case Field::overlap_grad_reduce: return "overlap_grad_reduce";
-        case Field::overlap_param_gather: return "overlap_param_gather";
+        case Field::tp:
+            return "tp";
+        case Field::pp:
+            return "pp";
+        case Field::vpp:
+            return "vpp";
+        case Field::cp:
+            return "cp";
+        case Field::ep:
+            return "ep";
+        case Field::mbs:
+            return "micro_batch_size";
+        case Field::recompute:
+            return "recompute";
+        case Field::cuda_graphs:
+            return "cuda_graphs";
+        case Field::tp_comm_overlap:
+            return "tp_comm_overlap";
+        case Field::overlap_grad_reduce:
+            return "overlap_grad_reduce";
+        case Field::overlap_param_gather:
+            return "overlap_param_gather";
     }
     return "";
 }
 
-ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter, const cluster::Cluster& cluster)
-    : m_original(&original), m_adapter(&adapter), m_cluster(&cluster), m_inputs(sim::from_recipe(original, adapter, cluster)) {
+ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter,
+                         const cluster::Cluster& cluster)
+    : m_original(&original),
+      m_adapter(&adapter),
+      m_cluster(&cluster),
+      m_inputs(sim::from_recipe(original, adapter, cluster)) {
     m_gate_policy = gate::load_policy(data_dir(), std::nullopt);
     // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x tp: a tp change
     // rescales that multiple so that the padded vocabulary (part of the model) stays as it was.
     m_vocab_multiple = adapter.quantity(original, "vocab_multiple", cluster);
-    if (const auto* rule = adapter.lever_rule("vocab_padding"); rule && m_vocab_multiple) m_vocab_path = rule->pattern;
+    if (const auto* rule = adapter.lever_rule("vocab_padding"); rule && m_vocab_multiple)
+        m_vocab_path = rule->pattern;
     const auto& keys = adapter.key_rules();
-    // The key a lever is written at: the one the recipe sets (the one the simulator reads), else the first exact rule.
+    // The key a lever is written at: the one the recipe sets (the one the simulator reads), else the first
+    // exact rule.
     const auto rule_of = [&](std::string_view lever) -> const gate::KeyRule* {
         for (const auto& rule : keys)
-            if (rule.lever == lever && exact(rule.pattern) && original.find(rule.pattern) != nullptr) return &rule;
+            if (rule.lever == lever && exact(rule.pattern) && original.find(rule.pattern) != nullptr)
+                return &rule;
         return adapter.lever_rule(lever);
     };
-    if (const auto* sp = rule_of("sequence_parallel"); sp && m_inputs.layout.sequence_parallel) m_sp_path = sp->pattern;
+    if (const auto* sp = rule_of("sequence_parallel"); sp && m_inputs.layout.sequence_parallel)
+        m_sp_path = sp->pattern;
     std::vector<Dimension> found;
     for (const Field field : k_fields) {
         const auto* rule = rule_of(lever_name(field));
         if (rule == nullptr || rule->key_class != gate::KeyClass::performance) continue;
         Dimension dim{field, rule->pattern, {}};
         const auto add = [&](int v) {
-            if (std::find(dim.options.begin(), dim.options.end(), v) == dim.options.end()) dim.options.push_back(v);
+            if (std::find(dim.options.begin(), dim.options.end(), v) == dim.options.end())
+                dim.options.push_back(v);
         };
         if (field == Field::recompute) {
             m_recompute_bool = rule->domain.type == "bool";
             if (m_recompute_bool) add(int(sim::Recompute::none)), add(int(sim::Recompute::selective));
             for (const auto& value : rule->domain.values) add(int(recompute_of(value)));
             if (rule->pattern.ends_with("activations_checkpoint_granularity")) {
-                const std::string prefix = rule->pattern.substr(0, rule->pattern.size() - std::string_view("granularity").size());
+                const std::string prefix =
+                    rule->pattern.substr(0, rule->pattern.size() - std::string_view("granularity").size());
                 if (adapter.classify(prefix + "method")) m_method_path = prefix + "method";
                 if (adapter.classify(prefix + "num_layers")) m_layers_path = prefix + "num_layers";
             }
@@ -140,7 +202,8 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
             }
         }
         std::sort(dim.options.begin(), dim.options.end());
-        // Keep only the values that read back as written (a key the simulator reads elsewhere is no lever here).
+        // Keep only the values that read back as written (a key the simulator reads elsewhere is no lever
+        // here).
         std::vector<int> kept;
         for (const int v : dim.options) {
             m_dims = {Dimension{field, dim.path, {v}}};
@@ -148,7 +211,8 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
                 const auto doc = original.with_edits(edit_list(edits(Point{0})));
                 const sim::Layout read = sim::from_recipe(doc, adapter, cluster).layout;
                 if (get(read, field) == v) kept.push_back(v);
-                // NeMo's expert tensor parallelism defaults to tp: it moves with tp unless the recipe pins it.
+                // NeMo's expert tensor parallelism defaults to tp: it moves with tp unless the recipe pins
+                // it.
                 if (field == Field::tp) m_etp_follows_tp = m_etp_follows_tp && read.etp == v;
             } catch (const InputError&) {
             }
@@ -158,7 +222,9 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
         if (dim.options.size() >= 2) found.push_back(dim);
     }
     m_dims = std::move(found);
-    m_etp_follows_tp = m_etp_follows_tp && std::any_of(m_dims.begin(), m_dims.end(), [](const Dimension& d) { return d.field == Field::tp; });
+    m_etp_follows_tp = m_etp_follows_tp && std::any_of(m_dims.begin(), m_dims.end(), [](const Dimension& d) {
+                           return d.field == Field::tp;
+                       });
     m_original_point = point_of({});
     // Leave out a lever the gate pins: no other value of it alone is allowed from the original.
     if (!m_original_point) return;
@@ -192,7 +258,9 @@ bool ConfigSpace::gate_allows(const Point& point) const {
         options.purpose = gate::Purpose::trial_run;
         options.max_levers = 1000;
         const auto candidate = m_original->with_edits(edit_list(edits(point)));
-        return gate::check(*m_original, candidate, *m_adapter, gate::default_rules(), m_gate_policy, *m_cluster, options).allowed;
+        return gate::check(*m_original, candidate, *m_adapter, gate::default_rules(), m_gate_policy,
+                           *m_cluster, options)
+            .allowed;
     } catch (const InputError&) {
         return false;
     }
@@ -243,24 +311,37 @@ Edits ConfigSpace::edits(const Point& point) const {
         switch (d.field) {
             case Field::recompute: {
                 const auto r = sim::Recompute(v);
-                if (m_recompute_bool) out.insert_or_assign(d.path, Value::boolean(r != sim::Recompute::none));
-                else out.insert_or_assign(d.path, r == sim::Recompute::none ? Value::null()
-                                                                             : Value::string(r == sim::Recompute::full ? "full" : "selective"));
-                if (m_method_path) out.insert_or_assign(*m_method_path, r == sim::Recompute::full ? Value::string("uniform") : Value::null());
-                if (m_layers_path) out.insert_or_assign(*m_layers_path, r == sim::Recompute::full ? Value::number(1) : Value::null());
+                if (m_recompute_bool)
+                    out.insert_or_assign(d.path, Value::boolean(r != sim::Recompute::none));
+                else
+                    out.insert_or_assign(
+                        d.path, r == sim::Recompute::none
+                                    ? Value::null()
+                                    : Value::string(r == sim::Recompute::full ? "full" : "selective"));
+                if (m_method_path)
+                    out.insert_or_assign(
+                        *m_method_path, r == sim::Recompute::full ? Value::string("uniform") : Value::null());
+                if (m_layers_path)
+                    out.insert_or_assign(*m_layers_path,
+                                         r == sim::Recompute::full ? Value::number(1) : Value::null());
                 break;
             }
-            case Field::vpp: out.insert_or_assign(d.path, v == 1 && m_vpp_null ? Value::null() : Value::number(v)); break;
+            case Field::vpp:
+                out.insert_or_assign(d.path, v == 1 && m_vpp_null ? Value::null() : Value::number(v));
+                break;
             default:
-                if (is_flag(d.field)) out.insert_or_assign(d.path, Value::boolean(v != 0));
-                else out.insert_or_assign(d.path, Value::number(v));
+                if (is_flag(d.field))
+                    out.insert_or_assign(d.path, Value::boolean(v != 0));
+                else
+                    out.insert_or_assign(d.path, Value::number(v));
         }
         if (d.field == Field::tp) tp = v;
     }
     if (m_sp_path) out.insert_or_assign(*m_sp_path, Value::boolean(tp > 1));
-    if (m_vocab_path) {   // written even when tp is the original's: the incumbent may have moved it
+    if (m_vocab_path) {  // written even when tp is the original's: the incumbent may have moved it
         const double multiple = *m_vocab_multiple * m_inputs.layout.tp / tp;
-        if (multiple >= 1 && std::floor(multiple) == multiple) out.insert_or_assign(*m_vocab_path, Value::number(multiple));
+        if (multiple >= 1 && std::floor(multiple) == multiple)
+            out.insert_or_assign(*m_vocab_path, Value::number(multiple));
     }
     return out;
 }
@@ -291,7 +372,8 @@ Point ConfigSpace::random_point(std::mt19937_64& rng) const {
 
 std::vector<double> ConfigSpace::features(const Point& point) const {
     std::vector<double> x(m_dims.size());
-    for (std::size_t i = 0; i < m_dims.size(); ++i) x[i] = double(point[i]) / double(m_dims[i].options.size() - 1);
+    for (std::size_t i = 0; i < m_dims.size(); ++i)
+        x[i] = double(point[i]) / double(m_dims[i].options.size() - 1);
     return x;
 }
 
@@ -302,9 +384,12 @@ std::string ConfigSpace::describe(const Point& point) const {
         const int v = m_dims[i].options[point[i]];
         const Field f = m_dims[i].field;
         if (!out.empty()) out += ' ';
-        if (f == Field::recompute) out += fmt::format("recompute={}", k_recompute[v]);
-        else if (is_flag(f)) out += fmt::format("{}={}", lever_name(f), v != 0 ? "on" : "off");
-        else out += fmt::format("{}={}", f == Field::mbs ? "mbs" : lever_name(f), v);
+        if (f == Field::recompute)
+            out += fmt::format("recompute={}", k_recompute[v]);
+        else if (is_flag(f))
+            out += fmt::format("{}={}", lever_name(f), v != 0 ? "on" : "off");
+        else
+            out += fmt::format("{}={}", f == Field::mbs ? "mbs" : lever_name(f), v);
     }
     return out;
 }

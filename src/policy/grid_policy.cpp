@@ -1,10 +1,9 @@
-#include "baseline_common.hpp"
-
-#include <attune/policy/baselines.hpp>
-
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <attune/policy/baselines.hpp>
+
+#include "baseline_common.hpp"
 
 namespace attune::policy {
 
@@ -21,7 +20,8 @@ public:
         // The gate's own invariants are checked lazily, in order: a campaign's budget reaches only a prefix.
         for (const Point& p : *m_grid)
             if (!tried.contains(p) && space.admissible(p))
-                return baseline::whole_configuration(space, p, "grid", fmt::format("next of {} grid configurations", m_grid->size()));
+                return baseline::whole_configuration(
+                    space, p, "grid", fmt::format("next of {} grid configurations", m_grid->size()));
         return Stop{fmt::format("every one of the {} grid configurations tried or refused", m_grid->size())};
     }
 

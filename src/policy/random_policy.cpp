@@ -1,8 +1,8 @@
-#include "baseline_common.hpp"
+#include <fmt/format.h>
 
 #include <attune/policy/baselines.hpp>
 
-#include <fmt/format.h>
+#include "baseline_common.hpp"
 
 namespace attune::policy {
 
@@ -24,7 +24,8 @@ public:
         for (int i = 0; i < k_draws; ++i) {
             const Point p = space.random_point(rng);
             if (tried.contains(p) || !space.consistent(p) || !space.admissible(p)) continue;
-            return baseline::whole_configuration(space, p, "random", "drawn uniformly from the valid configurations");
+            return baseline::whole_configuration(space, p, "random",
+                                                 "drawn uniformly from the valid configurations");
         }
         return Stop{fmt::format("no untried valid configuration in {} draws", k_draws)};
     }
@@ -36,6 +37,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Policy> make_random_policy(std::uint64_t seed) { return std::make_unique<RandomPolicy>(seed); }
+std::unique_ptr<Policy> make_random_policy(std::uint64_t seed) {
+    return std::make_unique<RandomPolicy>(seed);
+}
 
 }  // namespace attune::policy

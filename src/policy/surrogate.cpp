@@ -1,9 +1,7 @@
-#include <attune/policy/surrogate.hpp>
-
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
-
 #include <algorithm>
+#include <attune/policy/surrogate.hpp>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -24,15 +22,18 @@ Eigen::MatrixXd kernel_matrix(const std::vector<std::vector<double>>& x, double 
     const auto n = Eigen::Index(x.size());
     Eigen::MatrixXd k(n, n);
     for (Eigen::Index i = 0; i < n; ++i)
-        for (Eigen::Index j = 0; j <= i; ++j) k(i, j) = k(j, i) = matern52(x[std::size_t(i)], x[std::size_t(j)], length);
+        for (Eigen::Index j = 0; j <= i; ++j)
+            k(i, j) = k(j, i) = matern52(x[std::size_t(i)], x[std::size_t(j)], length);
     k.diagonal().array() += noise;
     return k;
 }
 
 }  // namespace
 
-void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y, bool standardise) {
-    if (x.empty() || x.size() != y.size()) throw std::invalid_argument("GaussianProcess::fit: needs as many targets as points, at least one");
+void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+                          bool standardise) {
+    if (x.empty() || x.size() != y.size())
+        throw std::invalid_argument("GaussianProcess::fit: needs as many targets as points, at least one");
     const auto n = Eigen::Index(x.size());
     Eigen::VectorXd t = Eigen::Map<const Eigen::VectorXd>(y.data(), n);
     m_mean = t.mean(), m_scale = 1;
@@ -41,7 +42,8 @@ void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::
         m_scale = var > 1e-24 ? std::sqrt(var) : 1.0;
     }
     t = (t.array() - m_mean) / m_scale;
-    // Type-II maximum likelihood over a small grid: robust, and cheap for the few dozen trials a campaign has.
+    // Type-II maximum likelihood over a small grid: robust, and cheap for the few dozen trials a campaign
+    // has.
     double best = -std::numeric_limits<double>::infinity();
     for (const double length : {0.1, 0.2, 0.35, 0.6, 1.0, 2.0})
         for (const double noise : {1e-4, 1e-2, 1e-1}) {
@@ -58,7 +60,8 @@ void GaussianProcess::fit(const std::vector<std::vector<double>>& x, const std::
     m_x = x;
     m_alpha.assign(alpha.data(), alpha.data() + n);
     m_chol.resize(std::size_t(n * n));
-    Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(m_chol.data(), n, n) = l;
+    Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(m_chol.data(), n, n) =
+        l;
 }
 
 GaussianProcess::Prediction GaussianProcess::predict(const std::vector<double>& x) const {
@@ -67,7 +70,8 @@ GaussianProcess::Prediction GaussianProcess::predict(const std::vector<double>& 
     Eigen::VectorXd k(n);
     for (Eigen::Index i = 0; i < n; ++i) k(i) = matern52(m_x[std::size_t(i)], x, m_length);
     const double mean = k.dot(Eigen::Map<const Eigen::VectorXd>(m_alpha.data(), n));
-    const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> l(m_chol.data(), n, n);
+    const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> l(
+        m_chol.data(), n, n);
     const Eigen::VectorXd v = l.triangularView<Eigen::Lower>().solve(k);
     const double var = std::max(1.0 - v.squaredNorm(), 1e-12);
     return {m_mean + m_scale * mean, m_scale * std::sqrt(var)};
@@ -83,7 +87,8 @@ double expected_improvement(double mean, double stdev, double best, double xi) {
     return gain * normal_cdf(z) + stdev * pdf;
 }
 
-std::vector<double> acquisition(const std::vector<Observation>& observed, const std::vector<std::vector<double>>& candidates) {
+std::vector<double> acquisition(const std::vector<Observation>& observed,
+                                const std::vector<std::vector<double>>& candidates) {
     std::vector<double> scores;
     if (candidates.empty()) return scores;
     std::vector<std::vector<double>> ok_x, all_x;
@@ -110,7 +115,8 @@ std::vector<double> acquisition(const std::vector<Observation>& observed, const 
     const double incumbent = ok_y.empty() ? 0.0 : *std::max_element(ok_y.begin(), ok_y.end());
     // EI's margin in the targets' own units: 1% of their spread keeps it scale-free.
     double spread = 0;
-    if (ok_y.size() > 1) spread = *std::max_element(ok_y.begin(), ok_y.end()) - *std::min_element(ok_y.begin(), ok_y.end());
+    if (ok_y.size() > 1)
+        spread = *std::max_element(ok_y.begin(), ok_y.end()) - *std::min_element(ok_y.begin(), ok_y.end());
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         double ei = 1.0;
         if (!ok_x.empty()) {

@@ -4,7 +4,6 @@
 // configuration of the lever space (policy/config_space.hpp) at once, not one lever.
 
 #include <attune/policy/policy.hpp>
-
 #include <cstdint>
 #include <memory>
 

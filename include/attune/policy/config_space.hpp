@@ -4,11 +4,9 @@
 // with every point turned into edits that set each lever of the space, so that a proposal is a
 // whole configuration whatever the incumbent changed.
 
+#include <attune/gate/policy.hpp>
 #include <attune/policy/policy.hpp>
 #include <attune/sim/from_recipe.hpp>
-
-#include <attune/gate/policy.hpp>
-
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,7 +17,19 @@
 namespace attune::policy {
 
 /// The levers of the space, in the order a grid enumerates them.
-enum class Field { tp, pp, vpp, cp, ep, mbs, recompute, cuda_graphs, tp_comm_overlap, overlap_grad_reduce, overlap_param_gather };
+enum class Field {
+    tp,
+    pp,
+    vpp,
+    cp,
+    ep,
+    mbs,
+    recompute,
+    cuda_graphs,
+    tp_comm_overlap,
+    overlap_grad_reduce,
+    overlap_param_gather
+};
 
 /// The canonical lever name of a field (`micro_batch_size` for mbs).
 std::string_view lever_name(Field field);
@@ -27,8 +37,8 @@ std::string_view lever_name(Field field);
 /// One lever and the values it may take (ints: sizes, 0/1 for flags, sim::Recompute as int).
 struct Dimension {
     Field field = Field::tp;
-    std::string path;              ///< the key path the lever is written at
-    std::vector<int> options;      ///< at least two
+    std::string path;          ///< the key path the lever is written at
+    std::vector<int> options;  ///< at least two
 };
 
 /// A configuration: one option index per dimension.
@@ -39,7 +49,8 @@ public:
     /// The space around `original`. Throws InputError when the simulator cannot model the recipe.
     /// A lever the gate refuses to move at all for this recipe (the micro batch of a MoE recipe whose
     /// balancing loss is per micro batch) is left out.
-    ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter, const cluster::Cluster& cluster);
+    ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter,
+                const cluster::Cluster& cluster);
 
     [[nodiscard]] const std::vector<Dimension>& dimensions() const { return m_dims; }
     /// The number of points (the product of the option counts).
@@ -85,9 +96,9 @@ private:
     std::optional<double> m_vocab_multiple;
     gate::Policy m_gate_policy;
     mutable std::map<Point, bool> m_admissible;
-    bool m_vpp_null = false;       ///< the original leaves vpp null: write vpp 1 as null
-    bool m_recompute_bool = false; ///< the recompute lever is a flag (HyperPod, AutoModel)
-    bool m_etp_follows_tp = true;  ///< the recipe leaves expert tp to default to tp
+    bool m_vpp_null = false;        ///< the original leaves vpp null: write vpp 1 as null
+    bool m_recompute_bool = false;  ///< the recompute lever is a flag (HyperPod, AutoModel)
+    bool m_etp_follows_tp = true;   ///< the recipe leaves expert tp to default to tp
 };
 
 /// The option value of `field` at `point`, or nullopt when the space does not have that lever.

@@ -22,15 +22,16 @@ public:
     /// Fits to points `x` (each of the same dimension) and targets `y`; the prior mean is the
     /// targets' mean, and with `standardise` the prior scale their spread (else 1: the constraint
     /// model, whose prior is then the observed rate of feasibility). Needs at least one point.
-    void fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y, bool standardise = true);
+    void fit(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+             bool standardise = true);
     [[nodiscard]] Prediction predict(const std::vector<double>& x) const;
     [[nodiscard]] double length_scale() const { return m_length; }
     [[nodiscard]] double noise() const { return m_noise; }
 
 private:
     std::vector<std::vector<double>> m_x;
-    std::vector<double> m_alpha;   ///< K^-1 (y - mean) / scale
-    std::vector<double> m_chol;    ///< lower Cholesky factor of K, row-major n x n
+    std::vector<double> m_alpha;  ///< K^-1 (y - mean) / scale
+    std::vector<double> m_chol;   ///< lower Cholesky factor of K, row-major n x n
     double m_mean = 0, m_scale = 1, m_length = 0.3, m_noise = 1e-3;
 };
 
@@ -48,7 +49,8 @@ struct Observation {
 
 /// Expected improvement times probability of feasibility of each candidate, given the observations
 /// (values are maximised). Without a success, the probability of feasibility alone.
-std::vector<double> acquisition(const std::vector<Observation>& observed, const std::vector<std::vector<double>>& candidates);
+std::vector<double> acquisition(const std::vector<Observation>& observed,
+                                const std::vector<std::vector<double>>& candidates);
 
 /// The candidate with the largest expected improvement times probability of feasibility, given the
 /// observations (values are maximised). Nullopt when `candidates` is empty. `score` receives that

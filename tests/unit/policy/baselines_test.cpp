@@ -1,7 +1,8 @@
 // The baseline policies (random, bayes, grid): their lever space, and each driven by the campaign
 // loop on the simulated cluster: valid whole configurations, the gate's verdict, the budget.
-#include "../../support/run.hpp"
+#include <gtest/gtest.h>
 
+#include <atomic>
 #include <attune/campaign/campaign.hpp>
 #include <attune/campaign/factories.hpp>
 #include <attune/core/paths.hpp>
@@ -9,11 +10,9 @@
 #include <attune/policy/baselines.hpp>
 #include <attune/policy/config_space.hpp>
 #include <attune/sim/from_recipe.hpp>
-
-#include <gtest/gtest.h>
-
-#include <atomic>
 #include <random>
+
+#include "../../support/run.hpp"
 
 namespace attune::policy {
 namespace {
@@ -33,14 +32,18 @@ struct Loaded {
     cluster::Cluster cluster = cluster::default_cluster();
 };
 
-Loaded load(const std::string& recipe) { return {gate::load_recipe(example("recipes/" + recipe), gate::default_rules()), cluster::default_cluster()}; }
+Loaded load(const std::string& recipe) {
+    return {gate::load_recipe(example("recipes/" + recipe), gate::default_rules()),
+            cluster::default_cluster()};
+}
 
 TEST(ConfigSpace, HasTheNeMoLayoutLeversAndRoundTripsEveryPoint) {
     const auto l = load("nemo-llama3-8b-h100.yaml");
     const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster);
     std::set<Field> fields;
     for (const auto& d : space.dimensions()) fields.insert(d.field);
-    for (const Field f : {Field::tp, Field::pp, Field::cp, Field::mbs, Field::recompute}) EXPECT_TRUE(fields.contains(f)) << lever_name(f);
+    for (const Field f : {Field::tp, Field::pp, Field::cp, Field::mbs, Field::recompute})
+        EXPECT_TRUE(fields.contains(f)) << lever_name(f);
     EXPECT_FALSE(fields.contains(Field::ep)) << "a dense model has no expert parallelism to search";
     ASSERT_TRUE(space.original_point().has_value());
     EXPECT_EQ(option_of(space, *space.original_point(), Field::tp), 4);
@@ -56,7 +59,8 @@ TEST(ConfigSpace, HasTheNeMoLayoutLeversAndRoundTripsEveryPoint) {
 }
 
 TEST(ConfigSpace, AdmissiblePointsPassTheGateAgainstTheOriginal) {
-    for (const std::string recipe : {"nemo-llama3-8b-h100.yaml", "nemo-mixtral-8x7b-h100.yaml", "hyperpod-llama3-8b-h100.yaml"}) {
+    for (const std::string recipe :
+         {"nemo-llama3-8b-h100.yaml", "nemo-mixtral-8x7b-h100.yaml", "hyperpod-llama3-8b-h100.yaml"}) {
         const auto l = load(recipe);
         const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster);
         const auto gate_policy = gate::load_policy(data_dir(), std::nullopt);
@@ -69,18 +73,21 @@ TEST(ConfigSpace, AdmissiblePointsPassTheGateAgainstTheOriginal) {
             gate::CheckOptions options;
             options.purpose = gate::Purpose::trial_run;
             options.max_levers = 1000;
-            const auto [verdict, trial] = gate::admit(l.recipe.document, l.recipe.document.with_edits(edit_list(space.edits(p))),
-                                                      *l.recipe.adapter, gate::default_rules(), gate_policy, l.cluster, options);
-            EXPECT_TRUE(verdict.allowed) << recipe << ": " << space.describe(p) << "\n" << verdict.to_json().dump(1);
+            const auto [verdict, trial] =
+                gate::admit(l.recipe.document, l.recipe.document.with_edits(edit_list(space.edits(p))),
+                            *l.recipe.adapter, gate::default_rules(), gate_policy, l.cluster, options);
+            EXPECT_TRUE(verdict.allowed) << recipe << ": " << space.describe(p) << "\n"
+                                         << verdict.to_json().dump(1);
         }
         EXPECT_GE(admitted, 10) << recipe;
     }
 }
 
 TEST(ConfigSpace, ItsLayoutIsWhatTheSimulatorReadsFromTheEditedRecipe) {
-    // The grid prunes by space.estimate(); the campaign's preflight reads the written recipe. They must agree.
-    for (const std::string recipe : {"nemo-llama3-8b-h100.yaml", "nemo-llama3-70b-h100.yaml", "nemo-mixtral-8x7b-h100.yaml",
-                                     "hyperpod-llama3-8b-h100.yaml"}) {
+    // The grid prunes by space.estimate(); the campaign's preflight reads the written recipe. They must
+    // agree.
+    for (const std::string recipe : {"nemo-llama3-8b-h100.yaml", "nemo-llama3-70b-h100.yaml",
+                                     "nemo-mixtral-8x7b-h100.yaml", "hyperpod-llama3-8b-h100.yaml"}) {
         const auto l = load(recipe);
         const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster);
         std::mt19937_64 rng(1);
@@ -89,7 +96,8 @@ TEST(ConfigSpace, ItsLayoutIsWhatTheSimulatorReadsFromTheEditedRecipe) {
             const Point p = space.random_point(rng);
             if (!space.admissible(p)) continue;
             ++compared;
-            const auto in = sim::from_recipe(l.recipe.document.with_edits(edit_list(space.edits(p))), *l.recipe.adapter, l.cluster);
+            const auto in = sim::from_recipe(l.recipe.document.with_edits(edit_list(space.edits(p))),
+                                             *l.recipe.adapter, l.cluster);
             const auto a = space.estimate(p);
             const auto b = sim::estimate(in.hardware, in.model, in.layout);
             EXPECT_EQ(a.fits, b.fits) << recipe << ": " << space.describe(p);
@@ -105,8 +113,8 @@ struct Outcome {
     campaign::Context context;
 };
 
-Outcome campaign_of(const TempDir& dir, const std::string& policy, const std::string& recipe, double budget_gpuh,
-                    bool preflight_verdicts = true) {
+Outcome campaign_of(const TempDir& dir, const std::string& policy, const std::string& recipe,
+                    double budget_gpuh, bool preflight_verdicts = true) {
     campaign::Settings settings;
     settings.recipe = example("recipes/" + recipe);
     settings.budget_gpu_s = budget_gpuh * 3600;
@@ -133,7 +141,8 @@ void expect_sound(const Outcome& o, const std::string& policy) {
     for (const auto& t : r.trials) {
         if (t.view.kind != "candidate") continue;
         ++candidates;
-        EXPECT_EQ(t.stage == campaign::Stage::refused, false) << policy << " trial " << t.view.n << ": " << t.refusal;
+        EXPECT_EQ(t.stage == campaign::Stage::refused, false)
+            << policy << " trial " << t.view.n << ": " << t.refusal;
         const auto point = space.point_of(t.view.edits);
         ASSERT_TRUE(point.has_value()) << policy << " trial " << t.view.n << " is outside the lever space";
         EXPECT_TRUE(space.consistent(*point)) << space.describe(*point);
@@ -150,8 +159,10 @@ TEST(BaselinePolicies, RandomLaunchesWholeValidConfigurationsWithoutAPreflightWi
     EXPECT_EQ(o.record.start["preflight_verdicts"], false);
     int changed_levers_max = 0;
     for (const auto& t : o.record.trials) {
-        EXPECT_TRUE(t.stage != campaign::Stage::predicted || t.view.outcome == "over-budget") << "random search has no preflight by default";
-        if (t.verdict.contains("levers")) changed_levers_max = std::max(changed_levers_max, int(t.verdict["levers"].size()));
+        EXPECT_TRUE(t.stage != campaign::Stage::predicted || t.view.outcome == "over-budget")
+            << "random search has no preflight by default";
+        if (t.verdict.contains("levers"))
+            changed_levers_max = std::max(changed_levers_max, int(t.verdict["levers"].size()));
     }
     EXPECT_GE(changed_levers_max, 2) << "random search changes many levers at once";
 }
@@ -169,7 +180,8 @@ TEST(BaselinePolicies, GridRunsItsConfigurationsInAscendingOrderWithinBudget) {
     std::vector<int> tps;
     for (const auto& t : o.record.trials) {
         if (t.view.kind != "candidate") continue;
-        EXPECT_TRUE(t.stage != campaign::Stage::predicted || t.view.outcome == "over-budget") << "the grid is pruned by the same memory estimate";
+        EXPECT_TRUE(t.stage != campaign::Stage::predicted || t.view.outcome == "over-budget")
+            << "the grid is pruned by the same memory estimate";
         if (t.stage == campaign::Stage::predicted) continue;
         tps.push_back(*option_of(space, *space.point_of(t.view.edits), Field::tp));
     }
@@ -185,7 +197,8 @@ TEST(BaselinePolicies, ProposeTheSameAfterAResumeForTheSameHistory) {
     const TempDir dir;
     const auto o = campaign_of(dir, "bayes", "nemo-llama3-8b-h100.yaml", 25);
     CampaignState state;
-    state.original = &o.context.original, state.adapter = o.context.adapter, state.cluster = &o.context.cluster;
+    state.original = &o.context.original, state.adapter = o.context.adapter,
+    state.cluster = &o.context.cluster;
     for (const auto& t : o.record.trials) state.history.push_back(t.view);
     for (const std::string name : {"random", "bayes", "grid"}) {
         campaign::PolicyOptions options;
@@ -193,7 +206,8 @@ TEST(BaselinePolicies, ProposeTheSameAfterAResumeForTheSameHistory) {
         const auto a = campaign::make_policy(options, o.context)->propose(state);
         const auto b = campaign::make_policy(options, o.context)->propose(state);
         ASSERT_TRUE(std::holds_alternative<Proposal>(a)) << name;
-        EXPECT_EQ(edits_to_json(std::get<Proposal>(a).edits), edits_to_json(std::get<Proposal>(b).edits)) << name;
+        EXPECT_EQ(edits_to_json(std::get<Proposal>(a).edits), edits_to_json(std::get<Proposal>(b).edits))
+            << name;
     }
 }
 

@@ -1,9 +1,8 @@
 // The bayes policy's surrogate: the Gaussian process, expected improvement, and the whole
 // constrained search on test functions whose optima are known.
-#include <attune/policy/surrogate.hpp>
-
 #include <gtest/gtest.h>
 
+#include <attune/policy/surrogate.hpp>
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -24,14 +23,15 @@ Grid grid_2d(int n) {
 /// Branin on [-5, 10] x [0, 15]; global minimum 0.397887 at three points.
 double branin(const std::vector<double>& u) {
     const double x1 = -5 + 15 * u[0], x2 = 15 * u[1];
-    const double b = 5.1 / (4 * std::numbers::pi * std::numbers::pi), c = 5 / std::numbers::pi, t = 1 / (8 * std::numbers::pi);
+    const double b = 5.1 / (4 * std::numbers::pi * std::numbers::pi), c = 5 / std::numbers::pi,
+                 t = 1 / (8 * std::numbers::pi);
     return std::pow(x2 - b * x1 * x1 + c * x1 - 6, 2) + 10 * (1 - t) * std::cos(x1) + 10;
 }
 
 /// Runs `initial` random points then `iterations` proposals of the surrogate over `grid`,
 /// maximising `f` (nullopt: the point fails). Returns the best value found.
-double search(const Grid& grid, const std::function<std::optional<double>(const std::vector<double>&)>& f, int initial,
-              int iterations, std::uint64_t seed, int* failures = nullptr) {
+double search(const Grid& grid, const std::function<std::optional<double>(const std::vector<double>&)>& f,
+              int initial, int iterations, std::uint64_t seed, int* failures = nullptr) {
     std::mt19937_64 rng(seed);
     std::vector<Observation> observed;
     std::set<std::size_t> used;
@@ -39,8 +39,10 @@ double search(const Grid& grid, const std::function<std::optional<double>(const 
     const auto evaluate = [&](std::size_t i) {
         used.insert(i);
         const auto y = f(grid[i]);
-        if (y) best = std::max(best, *y);
-        else if (failures) ++*failures;
+        if (y)
+            best = std::max(best, *y);
+        else if (failures)
+            ++*failures;
         observed.push_back({grid[i], y});
     };
     while (int(used.size()) < initial) {
@@ -78,14 +80,16 @@ TEST(ExpectedImprovement, MatchesTheClosedFormAndVanishesWithoutUncertainty) {
 TEST(BayesSurrogate, FindsTheMaximumOfAOneDimensionalFunction) {
     Grid grid;
     for (int i = 0; i <= 100; ++i) grid.push_back({i / 100.0});
-    const auto f = [](const std::vector<double>& x) -> std::optional<double> { return -std::pow(x[0] - 0.37, 2) + 0.1 * std::sin(20 * x[0]); };
+    const auto f = [](const std::vector<double>& x) -> std::optional<double> {
+        return -std::pow(x[0] - 0.37, 2) + 0.1 * std::sin(20 * x[0]);
+    };
     double true_best = -1e300;
     for (const auto& x : grid) true_best = std::max(true_best, *f(x));
     EXPECT_NEAR(search(grid, f, 3, 12, 7), true_best, 1e-9);
 }
 
 TEST(BayesSurrogate, ComesCloseToBraninsGlobalMinimumInFewEvaluations) {
-    const Grid grid = grid_2d(41);   // 1681 points
+    const Grid grid = grid_2d(41);  // 1681 points
     const auto f = [](const std::vector<double>& x) -> std::optional<double> { return -branin(x); };
     double grid_minimum = 1e300;
     for (const auto& x : grid) grid_minimum = std::min(grid_minimum, branin(x));
@@ -107,7 +111,8 @@ TEST(BayesSurrogate, LearnsAFailureRegionAndStillFindsTheFeasibleOptimum) {
     int failures = 0;
     const double best = search(grid, f, 5, 25, 11, &failures);
     EXPECT_NEAR(best, 0.6, 0.01);
-    EXPECT_LE(failures, 6) << "random search would fail on 38% of its points; the constraint model steers away";
+    EXPECT_LE(failures, 6)
+        << "random search would fail on 38% of its points; the constraint model steers away";
 }
 
 }  // namespace
