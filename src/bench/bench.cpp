@@ -1,13 +1,16 @@
+#include <attune/bench/bench.hpp>
+
+#include <attune/campaign/campaign.hpp>
+#include <attune/campaign/factories.hpp>
+#include <attune/core/error.hpp>
+#include <attune/sim/from_recipe.hpp>
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <atomic>
-#include <attune/bench/bench.hpp>
-#include <attune/campaign/campaign.hpp>
-#include <attune/campaign/factories.hpp>
-#include <attune/core/error.hpp>
-#include <attune/sim/from_recipe.hpp>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 

@@ -1,10 +1,6 @@
 // `attune bench`: every policy on every recipe of a suite, on the simulated cluster (issue 8).
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-#include <unistd.h>
-
-#include <CLI/CLI.hpp>
 #include <attune/bench/bench.hpp>
+
 #include <attune/campaign/budget.hpp>
 #include <attune/cli/command.hpp>
 #include <attune/core/error.hpp>
@@ -12,7 +8,13 @@
 #include <attune/sim/world.hpp>
 #include <attune/util/files.hpp>
 #include <attune/util/strings.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <chrono>
+#include <unistd.h>
 
 namespace attune::cli {
 

@@ -3,6 +3,7 @@
 // and the campaign history read back as points of that space.
 
 #include <attune/policy/config_space.hpp>
+
 #include <map>
 #include <memory>
 #include <optional>

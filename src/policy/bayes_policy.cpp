@@ -1,11 +1,12 @@
+#include "baseline_common.hpp"
+
+#include <attune/policy/baselines.hpp>
+#include <attune/policy/surrogate.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <attune/policy/baselines.hpp>
-#include <attune/policy/surrogate.hpp>
 #include <cmath>
-
-#include "baseline_common.hpp"
 
 namespace attune::policy {
 

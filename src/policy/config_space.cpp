@@ -1,11 +1,13 @@
-#include <fmt/format.h>
+#include <attune/policy/config_space.hpp>
 
-#include <algorithm>
 #include <attune/core/error.hpp>
 #include <attune/core/paths.hpp>
 #include <attune/gate/verdict.hpp>
-#include <attune/policy/config_space.hpp>
 #include <attune/util/strings.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 
 namespace attune::policy {

@@ -1,9 +1,10 @@
+#include "baseline_common.hpp"
+
+#include <attune/policy/baselines.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <attune/policy/baselines.hpp>
-
-#include "baseline_common.hpp"
 
 namespace attune::policy {
 

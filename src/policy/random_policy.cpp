@@ -1,8 +1,8 @@
-#include <fmt/format.h>
+#include "baseline_common.hpp"
 
 #include <attune/policy/baselines.hpp>
 
-#include "baseline_common.hpp"
+#include <fmt/format.h>
 
 namespace attune::policy {
 

@@ -1,7 +1,9 @@
+#include <attune/policy/surrogate.hpp>
+
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
+
 #include <algorithm>
-#include <attune/policy/surrogate.hpp>
 #include <cmath>
 #include <limits>
 #include <numbers>

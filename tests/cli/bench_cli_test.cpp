@@ -1,12 +1,12 @@
 // Black-box: `attune bench` on a one-recipe suite with a tiny budget: the JSON document's shape,
 // figures that make sense, the plot, and bad input.
+#include "../support/run.hpp"
+
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
-
-#include "../support/run.hpp"
 
 namespace {
 

@@ -4,11 +4,12 @@
 // gate and ledger as `attune tune`. A final best is scored by its true throughput in the world
 // (noise-free), against the oracle of that world.
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>

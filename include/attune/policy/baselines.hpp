@@ -4,6 +4,7 @@
 // configuration of the lever space (policy/config_space.hpp) at once, not one lever.
 
 #include <attune/policy/policy.hpp>
+
 #include <cstdint>
 #include <memory>
 

@@ -7,6 +7,7 @@
 #include <attune/gate/policy.hpp>
 #include <attune/policy/policy.hpp>
 #include <attune/sim/from_recipe.hpp>
+
 #include <cstdint>
 #include <map>
 #include <optional>

@@ -1,8 +1,7 @@
 // The baseline policies (random, bayes, grid): their lever space, and each driven by the campaign
 // loop on the simulated cluster: valid whole configurations, the gate's verdict, the budget.
-#include <gtest/gtest.h>
+#include "../../support/run.hpp"
 
-#include <atomic>
 #include <attune/campaign/campaign.hpp>
 #include <attune/campaign/factories.hpp>
 #include <attune/core/paths.hpp>
@@ -10,9 +9,11 @@
 #include <attune/policy/baselines.hpp>
 #include <attune/policy/config_space.hpp>
 #include <attune/sim/from_recipe.hpp>
-#include <random>
 
-#include "../../support/run.hpp"
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
 
 namespace attune::policy {
 namespace {

@@ -1,8 +1,9 @@
 // The bayes policy's surrogate: the Gaussian process, expected improvement, and the whole
 // constrained search on test functions whose optima are known.
+#include <attune/policy/surrogate.hpp>
+
 #include <gtest/gtest.h>
 
-#include <attune/policy/surrogate.hpp>
 #include <cmath>
 #include <numbers>
 #include <random>
