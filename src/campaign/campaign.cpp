@@ -206,6 +206,7 @@ private:
     std::pair<gate::Verdict, std::optional<gate::GatedTrial>> admit(const TrialRecord& trial) const {
         gate::CheckOptions options;
         options.purpose = gate::Purpose::trial_run;
+        if (trial.view.kind == "candidate") options.max_levers = m_ctx.max_levers;
         return gate::admit(m_ctx.original, trial_document(trial.view.edits, steps()), *m_ctx.adapter, *m_ctx.rules,
                            m_ctx.gate_policy, m_ctx.cluster, options);
     }
@@ -271,7 +272,8 @@ private:
         const double worst = limit * gpus(trial.view.edits);
         std::string verdict = "ok";
         std::string reason;
-        const bool judged = trial.view.kind == "candidate";  // the user's own recipe always runs once
+        // The user's own recipe always runs once; a policy without a preflight launches what it proposes.
+        const bool judged = trial.view.kind == "candidate" && m_ctx.preflight_verdicts;
         if (judged && p.estimated && !p.valid) verdict = "infeasible", reason = p.problem;
         else if (judged && p.estimated && !p.fits)
             verdict = "predicted-oom", reason = fmt::format("estimated {:.1f} GiB of {:.1f} GiB per GPU", p.memory_gib, p.capacity_gib);

@@ -2,6 +2,7 @@
 #include <attune/core/error.hpp>
 #include <attune/llm/client.hpp>
 #include <attune/policy/llm_policy.hpp>
+#include <attune/policy/baselines.hpp>
 #include <attune/policy/rules_policy.hpp>
 #include <attune/sim/world.hpp>
 
@@ -14,7 +15,8 @@ namespace attune::campaign {
 
 namespace {
 
-constexpr std::array k_policies = {"rules", "llm"};
+constexpr std::array k_policies = {"rules", "llm", "random", "bayes", "grid"};
+constexpr int k_no_lever_limit = 1000;
 constexpr std::array k_backends = {"sim", "local", "slurm"};
 
 std::unique_ptr<llm::Client> llm_client(const PolicyOptions& options) {
@@ -41,6 +43,9 @@ void check_policy(const PolicyOptions& options) {
 
 std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const Context&) {
     check_policy(options);
+    if (options.name == "random") return policy::make_random_policy(options.seed);
+    if (options.name == "bayes") return policy::make_bayes_policy(options.seed);
+    if (options.name == "grid") return policy::make_grid_policy();
     auto rules = policy::make_rules_policy(policy::default_search_rules());
     if (options.name == "llm")
         return policy::make_llm_policy(llm_client(options), std::move(rules), {.skills = !options.no_skills});
@@ -50,6 +55,13 @@ std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const 
 void check_backend_name(const std::string& name) {
     if (std::find(k_backends.begin(), k_backends.end(), name) == k_backends.end())
         throw InputError(fmt::format("--backend {}: expected one of {}", name, fmt::join(k_backends, ", ")));
+}
+
+bool policy_uses_preflight(const std::string& name) { return name != "random"; }
+
+std::optional<int> policy_max_levers(const std::string& name) {
+    if (name == "random" || name == "bayes" || name == "grid") return k_no_lever_limit;
+    return std::nullopt;
 }
 
 std::unique_ptr<launch::Backend> make_backend(const Context& context) {

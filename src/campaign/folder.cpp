@@ -54,7 +54,10 @@ Context context_of(const fs::path& dir, const fs::path& recipe, const std::strin
                    .policy = "rules",
                    .llm = {},
                    .llm_url = {},
-                   .no_skills = false};
+                   .no_skills = false,
+                   .max_queue_wait_s = 0,
+                   .preflight_verdicts = true,
+                   .max_levers = std::nullopt};
 }
 
 }  // namespace
@@ -81,6 +84,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
     context.llm_url = settings.llm_url;
     context.no_skills = settings.no_skills;
     context.max_queue_wait_s = settings.max_queue_wait_s;
+    context.preflight_verdicts = settings.preflight_verdicts;
+    context.max_levers = settings.max_levers;
     Journal journal = Journal::open(dir);
     journal.append("campaign-start",
                    {{"recipe", settings.recipe.string()},
@@ -100,6 +105,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"seed", settings.seed},
                     {"world_seed", settings.world_seed},
                     {"max_queue_wait_s", settings.max_queue_wait_s},
+                    {"preflight_verdicts", settings.preflight_verdicts},
+                    {"max_levers", settings.max_levers ? json(*settings.max_levers) : json(nullptr)},
                     {"rules_hash", context.rules->hash()},
                     {"search_rules", context.search->source},
                     {"attune_version", ATTUNE_VERSION}});
@@ -131,6 +138,8 @@ Opened reopen(const fs::path& dir, bool lock) {
     context.llm_url = start.value("llm_url", "");
     context.no_skills = start.value("no_skills", false);
     context.max_queue_wait_s = start.value("max_queue_wait_s", 0.0);
+    context.preflight_verdicts = start.value("preflight_verdicts", true);
+    if (start.contains("max_levers") && start["max_levers"].is_number_integer()) context.max_levers = start["max_levers"].get<int>();
     return {std::move(context), std::move(journal), std::move(held)};
 }
 

@@ -37,6 +37,7 @@ struct TuneOptions {
     std::string llm_url;
     bool no_skills = false;
     double llm_timeout_s = 0;
+    bool preflight = false;
     bool json = false;
     std::string max_queue_wait;
 };
@@ -79,6 +80,8 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     settings.llm = o.llm;
     settings.llm_url = o.llm_url;
     settings.no_skills = o.no_skills;
+    settings.preflight_verdicts = o.preflight || campaign::policy_uses_preflight(o.policy);
+    settings.max_levers = campaign::policy_max_levers(o.policy);
     campaign::check_policy(policy_options(o, o.seed));  // refuse a bad policy or backend before anything is written
     if (!o.max_queue_wait.empty()) {
         const auto seconds = launch::slurm::parse_time(o.max_queue_wait);
@@ -137,7 +140,7 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     tune->add_option("--max-queue-wait", options->max_queue_wait,
                      "slurm: cancel a trial still queued after this long (Slurm time: MM, HH:MM:SS, D-HH:MM:SS)");
     tune->add_option("--cluster", options->cluster_file, "Cluster file (default: 8 x 8 H100)");
-    tune->add_option("--policy", options->policy, "Who proposes: rules (default)")->capture_default_str();
+    tune->add_option("--policy", options->policy, "Who proposes: rules (default), random, bayes, grid")->capture_default_str();
     tune->add_option("--framework", options->framework, "Force the recipe family (nemo, hyperpod-hf, automodel)");
     tune->add_option("--trial-steps", options->trial_steps, "Steps per trial (default: 30)");
     tune->add_option("--campaign", options->campaign_dir, "Campaign folder (default: ./attune-campaigns/<recipe>-<time>)");
@@ -150,6 +153,7 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     tune->add_option("--llm-timeout", options->llm_timeout_s, "--policy llm: seconds per HTTP attempt (default 120)")
         ->check(CLI::PositiveNumber);
     tune->add_flag("--no-skills", options->no_skills, "--policy llm: without the skill set (ablation)");
+    tune->add_flag("--preflight", options->preflight, "--policy random: judge its proposals by the memory estimate too");
     tune->add_flag("--json", options->json, "Print the result as one JSON document");
     tune->fallthrough();  // -q before or after the subcommand
     tune->callback([options, &chosen] { chosen = [options] { return execute(*options); }; });

@@ -39,6 +39,9 @@ struct Settings {
     std::string llm_url;
     bool no_skills = false;
     double max_queue_wait_s = 0;             ///< slurm backend: cancel a trial still queued after this long; 0: no cap
+    bool preflight_verdicts = true;          ///< false: predicted OOMs and infeasible layouts are launched anyway
+                                             ///< (policies that have no preflight, such as random search)
+    std::optional<int> max_levers;           ///< the gate's --max-levers for each candidate; none: no limit
 };
 
 /// One line per finished trial for the user's terminal.
@@ -62,6 +65,8 @@ struct Context {
     std::string llm_url;
     bool no_skills = false;
     double max_queue_wait_s = 0;
+    bool preflight_verdicts = true;          ///< see Settings
+    std::optional<int> max_levers;           ///< see Settings
 };
 
 /// A campaign folder held by this process: its context, its journal and the lock on it.

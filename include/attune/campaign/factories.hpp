@@ -5,6 +5,7 @@
 #include <attune/campaign/campaign.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace attune::campaign {
@@ -30,6 +31,14 @@ void check_policy(const PolicyOptions& options);
 
 /// Throws InputError unless `name` is a backend this build has (sim, local, slurm).
 void check_backend_name(const std::string& name);
+
+/// Whether the policy uses the preflight (the nominal memory estimate) before a launch: every
+/// policy but random search, which has none unless the user asks (`--preflight`).
+bool policy_uses_preflight(const std::string& name);
+
+/// The gate's --max-levers for the policy's candidates: the baselines (random, bayes, grid) change
+/// whole configurations, so no limit; nullopt leaves the gate policy file's setting (rules, llm).
+std::optional<int> policy_max_levers(const std::string& name);
 
 /// The backend the campaign was started with; throws InputError naming the accepted names otherwise.
 std::unique_ptr<launch::Backend> make_backend(const Context& context);

@@ -1,0 +1,108 @@
+#pragma once
+// The discrete lever space the baseline policies (random, bayes, grid) search: the recipe's
+// performance levers that the simulator models (the same space `attune sim oracle` enumerates),
+// with every point turned into edits that set each lever of the space, so that a proposal is a
+// whole configuration whatever the incumbent changed.
+
+#include <attune/gate/policy.hpp>
+#include <attune/policy/policy.hpp>
+#include <attune/sim/from_recipe.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace attune::policy {
+
+/// The levers of the space, in the order a grid enumerates them.
+enum class Field {
+    tp,
+    pp,
+    vpp,
+    cp,
+    ep,
+    mbs,
+    recompute,
+    cuda_graphs,
+    tp_comm_overlap,
+    overlap_grad_reduce,
+    overlap_param_gather
+};
+
+/// The canonical lever name of a field (`micro_batch_size` for mbs).
+std::string_view lever_name(Field field);
+
+/// One lever and the values it may take (ints: sizes, 0/1 for flags, sim::Recompute as int).
+struct Dimension {
+    Field field = Field::tp;
+    std::string path;          ///< the key path the lever is written at
+    std::vector<int> options;  ///< at least two
+};
+
+/// A configuration: one option index per dimension.
+using Point = std::vector<std::size_t>;
+
+class ConfigSpace {
+public:
+    /// The space around `original`. Throws InputError when the simulator cannot model the recipe.
+    /// A lever the gate refuses to move at all for this recipe (the micro batch of a MoE recipe whose
+    /// balancing loss is per micro batch) is left out.
+    ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter,
+                const cluster::Cluster& cluster);
+
+    [[nodiscard]] const std::vector<Dimension>& dimensions() const { return m_dims; }
+    /// The number of points (the product of the option counts).
+    [[nodiscard]] double size() const;
+
+    /// The simulator layout of a point (the original's for levers outside the space).
+    [[nodiscard]] sim::Layout layout(const Point& point) const;
+    /// The nominal estimate of a point (pure, microseconds).
+    [[nodiscard]] sim::Estimate estimate(const Point& point) const;
+    /// Structurally valid: the world shape, divisibility (heads and kv heads by tp, layers by pp x vpp,
+    /// gbs by mbs x dp, experts by ep, sequence by 2 x cp) hold. Says nothing about memory.
+    [[nodiscard]] bool consistent(const Point& point) const;
+    /// Consistent, and the gate (its default rules and policy, any number of levers) allows the
+    /// edits against the original: the invariants the simulator does not check (padded vocabulary,
+    /// feature dependencies, HyperPod's per-rank batch). About a millisecond; cached per point.
+    [[nodiscard]] bool admissible(const Point& point) const;
+
+    /// Edits that set every lever of the space (and the companions: sequence parallel with tp,
+    /// the full-recompute method and layer count).
+    [[nodiscard]] Edits edits(const Point& point) const;
+    /// The point a configuration is at, or nullopt when a lever's value is outside the space.
+    [[nodiscard]] std::optional<Point> point_of(const Edits& edits) const;
+    /// The original recipe's point, when it lies in the space.
+    [[nodiscard]] const std::optional<Point>& original_point() const { return m_original_point; }
+
+    /// A uniformly drawn point (not necessarily consistent).
+    [[nodiscard]] Point random_point(std::mt19937_64& rng) const;
+    /// Each coordinate scaled into [0, 1] (option index / (count - 1)), for surrogate models.
+    [[nodiscard]] std::vector<double> features(const Point& point) const;
+    /// A short text naming the point, `tp=2 pp=1 ...`.
+    [[nodiscard]] std::string describe(const Point& point) const;
+
+private:
+    [[nodiscard]] bool gate_allows(const Point& point) const;
+
+    const recipe::Document* m_original;
+    const gate::Adapter* m_adapter;
+    const cluster::Cluster* m_cluster;
+    sim::SimInputs m_inputs;
+    std::vector<Dimension> m_dims;
+    std::optional<Point> m_original_point;
+    std::optional<std::string> m_sp_path, m_method_path, m_layers_path, m_vocab_path;
+    std::optional<double> m_vocab_multiple;
+    gate::Policy m_gate_policy;
+    mutable std::map<Point, bool> m_admissible;
+    bool m_vpp_null = false;        ///< the original leaves vpp null: write vpp 1 as null
+    bool m_recompute_bool = false;  ///< the recompute lever is a flag (HyperPod, AutoModel)
+    bool m_etp_follows_tp = true;   ///< the recipe leaves expert tp to default to tp
+};
+
+/// The option value of `field` at `point`, or nullopt when the space does not have that lever.
+std::optional<int> option_of(const ConfigSpace& space, const Point& point, Field field);
+
+}  // namespace attune::policy

@@ -1,0 +1,123 @@
+// `attune bench`: every policy on every recipe of a suite, on the simulated cluster (issue 8).
+#include <attune/bench/bench.hpp>
+
+#include <attune/campaign/budget.hpp>
+#include <attune/cli/command.hpp>
+#include <attune/core/error.hpp>
+#include <attune/core/paths.hpp>
+#include <attune/sim/world.hpp>
+#include <attune/util/files.hpp>
+#include <attune/util/strings.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <unistd.h>
+
+namespace attune::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BenchOptions {
+    std::string suite;
+    std::string budget = "200gpuh";
+    std::string policies = "rules,random,bayes,grid";
+    int seeds = 5;
+    std::vector<std::uint64_t> world_seeds;
+    int trial_steps = 0;
+    bool preflight = false;
+    std::string campaigns;
+    std::string plot;
+    bool json = false;
+};
+
+/// Removes the temporary campaign folders when the bench ends, however it ends.
+struct TempDir {
+    fs::path path;
+    bool keep = false;
+    ~TempDir() {
+        std::error_code ignored;
+        if (!keep && !path.empty()) fs::remove_all(path, ignored);
+    }
+};
+
+int execute(const BenchOptions& o) {
+    bench::Request request;
+    request.suite =
+        bench::load_suite(o.suite.empty() ? data_dir() / "examples" / "recipes" : fs::path(o.suite));
+    request.budget_gpu_s = campaign::parse_budget(o.budget);
+    for (const auto& name : util::split(o.policies, ','))
+        if (!util::trim(name).empty()) request.policies.emplace_back(util::trim(name));
+    if (request.policies.empty())
+        throw InputError("--policies: expected a comma-separated list such as rules,random,bayes,grid");
+    if (o.seeds < 1) throw InputError(fmt::format("--seeds {}: expected at least 1", o.seeds));
+    request.seeds = o.seeds;
+    request.world_seeds =
+        o.world_seeds.empty() ? std::vector<std::uint64_t>{sim::k_default_world_seed} : o.world_seeds;
+    request.random_preflight = o.preflight;
+    if (o.trial_steps != 0) request.trial_steps = o.trial_steps;
+    TempDir work;
+    if (!o.campaigns.empty())
+        work.path = o.campaigns, work.keep = true;
+    else
+        work.path = fs::temp_directory_path() / fmt::format("attune-bench-{}", ::getpid());
+    fs::create_directories(work.path);
+    request.work_dir = work.path;
+
+    const auto started = std::chrono::steady_clock::now();
+    const auto runs = bench::run(request, [&](const bench::Run& r) {
+        spdlog::info(
+            "{} / {} / seed {} / world {}: {:.0f} tokens/s/GPU ({:.2f} of oracle), {:.1f} GPU-h, {} failed, "
+            "{} refused",
+            r.recipe, r.policy, r.seed, r.world_seed, r.true_tokens_per_s_per_gpu,
+            r.oracle_tokens_per_s_per_gpu > 0 ? r.true_tokens_per_s_per_gpu / r.oracle_tokens_per_s_per_gpu
+                                              : 0.0,
+            r.gpu_hours_spent, r.failed_launches, r.refusals);
+    });
+    auto document = bench::to_json(request, runs);
+    document["wall_seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (!o.plot.empty()) util::write_file_atomically(o.plot, bench::plot_svg(request, runs));
+    if (o.json)
+        fmt::print("{}\n", document.dump(2));
+    else
+        fmt::print("{}", bench::markdown(document));
+    return 0;
+}
+
+const Registration k_registration{
+    70, [](CLI::App& app, Action& chosen) {
+        auto options = std::make_shared<BenchOptions>();
+        auto* bench =
+            app.add_subcommand("bench", "Every policy on every recipe of a suite, on the simulated cluster");
+        bench->add_option("--suite", options->suite,
+                          "Folder of recipes, or with suite.yaml (default: examples/recipes)");
+        bench
+            ->add_option("--budget", options->budget,
+                         "GPU-time budget of each campaign: 200gpuh, 200 gpu-h, 12000gpumin")
+            ->capture_default_str();
+        bench->add_option("--policies", options->policies, "Comma-separated policies")->capture_default_str();
+        bench
+            ->add_option("--seeds", options->seeds, "Campaign seeds (run-to-run noise) per recipe and policy")
+            ->capture_default_str();
+        bench
+            ->add_option("--world-seeds", options->world_seeds,
+                         "Simulated worlds (hidden factors), comma-separated")
+            ->delimiter(',');
+        bench->add_option("--trial-steps", options->trial_steps, "Steps per trial (default: 30)");
+        bench->add_flag("--preflight", options->preflight,
+                        "Judge random search's proposals by the memory estimate too");
+        bench->add_option("--campaigns", options->campaigns,
+                          "Keep the campaign folders here (default: a temporary folder, removed)");
+        bench->add_option("--plot", options->plot, "Write best-so-far throughput against GPU-hours as SVG");
+        bench->add_flag("--json", options->json, "Print one JSON document");
+        bench->fallthrough();
+        bench->callback([options, &chosen] { chosen = [options] { return execute(*options); }; });
+    }};
+
+}  // namespace
+}  // namespace attune::cli

@@ -1,0 +1,406 @@
+#include <attune/policy/config_space.hpp>
+
+#include <attune/core/error.hpp>
+#include <attune/core/paths.hpp>
+#include <attune/gate/verdict.hpp>
+#include <attune/util/strings.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attune::policy {
+
+namespace {
+
+using recipe::Value;
+
+constexpr Field k_fields[] = {Field::tp,
+                              Field::pp,
+                              Field::vpp,
+                              Field::cp,
+                              Field::ep,
+                              Field::mbs,
+                              Field::recompute,
+                              Field::cuda_graphs,
+                              Field::tp_comm_overlap,
+                              Field::overlap_grad_reduce,
+                              Field::overlap_param_gather};
+
+bool exact(const std::string& pattern) {
+    return pattern.find('*') == std::string::npos && pattern.find('[') == std::string::npos;
+}
+
+int get(const sim::Layout& l, Field f) {
+    switch (f) {
+        case Field::tp:
+            return l.tp;
+        case Field::pp:
+            return l.pp;
+        case Field::vpp:
+            return l.vpp;
+        case Field::cp:
+            return l.cp;
+        case Field::ep:
+            return l.ep;
+        case Field::mbs:
+            return l.mbs;
+        case Field::recompute:
+            return int(l.recompute);
+        case Field::cuda_graphs:
+            return l.cuda_graphs ? 1 : 0;
+        case Field::tp_comm_overlap:
+            return l.tp_comm_overlap ? 1 : 0;
+        case Field::overlap_grad_reduce:
+            return l.overlap_grad_reduce ? 1 : 0;
+        case Field::overlap_param_gather:
+            return l.overlap_param_gather ? 1 : 0;
+    }
+    return 0;
+}
+
+void set(sim::Layout& l, Field f, int v) {
+    switch (f) {
+        case Field::tp:
+            l.tp = v;
+            break;
+        case Field::pp:
+            l.pp = v;
+            break;
+        case Field::vpp:
+            l.vpp = v;
+            break;
+        case Field::cp:
+            l.cp = v;
+            break;
+        case Field::ep:
+            l.ep = v;
+            break;
+        case Field::mbs:
+            l.mbs = v;
+            break;
+        case Field::recompute:
+            l.recompute = sim::Recompute(v);
+            break;
+        case Field::cuda_graphs:
+            l.cuda_graphs = v != 0;
+            break;
+        case Field::tp_comm_overlap:
+            l.tp_comm_overlap = v != 0;
+            break;
+        case Field::overlap_grad_reduce:
+            l.overlap_grad_reduce = v != 0;
+            break;
+        case Field::overlap_param_gather:
+            l.overlap_param_gather = v != 0;
+            break;
+    }
+}
+
+bool is_flag(Field f) { return f >= Field::cuda_graphs; }
+
+/// How a recompute value reads (as sim::from_recipe reads it).
+sim::Recompute recompute_of(const Value& value) {
+    if (value.is_null()) return sim::Recompute::none;
+    const std::string text = util::to_lower(value.to_string());
+    if (text.find("full") != std::string::npos || text == "uniform" || text == "block")
+        return sim::Recompute::full;
+    if (text.find("selective") != std::string::npos || text == "true") return sim::Recompute::selective;
+    return sim::Recompute::none;
+}
+
+std::vector<recipe::Edit> edit_list(const Edits& edits) {
+    std::vector<recipe::Edit> out;
+    for (const auto& [path, value] : edits) out.push_back({path, value, false});
+    return out;
+}
+
+}  // namespace
+
+std::string_view lever_name(Field field) {
+    switch (field) {
+        case Field::tp:
+            return "tp";
+        case Field::pp:
+            return "pp";
+        case Field::vpp:
+            return "vpp";
+        case Field::cp:
+            return "cp";
+        case Field::ep:
+            return "ep";
+        case Field::mbs:
+            return "micro_batch_size";
+        case Field::recompute:
+            return "recompute";
+        case Field::cuda_graphs:
+            return "cuda_graphs";
+        case Field::tp_comm_overlap:
+            return "tp_comm_overlap";
+        case Field::overlap_grad_reduce:
+            return "overlap_grad_reduce";
+        case Field::overlap_param_gather:
+            return "overlap_param_gather";
+    }
+    return "";
+}
+
+ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter,
+                         const cluster::Cluster& cluster)
+    : m_original(&original),
+      m_adapter(&adapter),
+      m_cluster(&cluster),
+      m_inputs(sim::from_recipe(original, adapter, cluster)) {
+    m_gate_policy = gate::load_policy(data_dir(), std::nullopt);
+    // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x tp: a tp change
+    // rescales that multiple so that the padded vocabulary (part of the model) stays as it was.
+    m_vocab_multiple = adapter.quantity(original, "vocab_multiple", cluster);
+    if (const auto* rule = adapter.lever_rule("vocab_padding"); rule && m_vocab_multiple)
+        m_vocab_path = rule->pattern;
+    const auto& keys = adapter.key_rules();
+    // The key a lever is written at: the one the recipe sets (the one the simulator reads), else the first
+    // exact rule.
+    const auto rule_of = [&](std::string_view lever) -> const gate::KeyRule* {
+        for (const auto& rule : keys)
+            if (rule.lever == lever && exact(rule.pattern) && original.find(rule.pattern) != nullptr)
+                return &rule;
+        return adapter.lever_rule(lever);
+    };
+    if (const auto* sp = rule_of("sequence_parallel"); sp && m_inputs.layout.sequence_parallel)
+        m_sp_path = sp->pattern;
+    std::vector<Dimension> found;
+    for (const Field field : k_fields) {
+        const auto* rule = rule_of(lever_name(field));
+        if (rule == nullptr || rule->key_class != gate::KeyClass::performance) continue;
+        Dimension dim{field, rule->pattern, {}};
+        const auto add = [&](int v) {
+            if (std::find(dim.options.begin(), dim.options.end(), v) == dim.options.end())
+                dim.options.push_back(v);
+        };
+        if (field == Field::recompute) {
+            m_recompute_bool = rule->domain.type == "bool";
+            if (m_recompute_bool) add(int(sim::Recompute::none)), add(int(sim::Recompute::selective));
+            for (const auto& value : rule->domain.values) add(int(recompute_of(value)));
+            if (rule->pattern.ends_with("activations_checkpoint_granularity")) {
+                const std::string prefix =
+                    rule->pattern.substr(0, rule->pattern.size() - std::string_view("granularity").size());
+                if (adapter.classify(prefix + "method")) m_method_path = prefix + "method";
+                if (adapter.classify(prefix + "num_layers")) m_layers_path = prefix + "num_layers";
+            }
+        } else if (is_flag(field)) {
+            if (rule->domain.type != "bool") continue;
+            add(0), add(1);
+        } else {
+            if (field == Field::ep && m_inputs.model.experts <= 0) continue;
+            for (const auto& value : rule->domain.values)
+                if (const auto n = value.as_number(); n && *n >= 1) add(int(*n));
+            if (rule->domain.values.empty() && rule->domain.numeric())
+                for (const int v : {1, 2, 4, 8})
+                    if (v >= rule->domain.min.value_or(1) && v <= rule->domain.max.value_or(1e9)) add(v);
+            if (field == Field::vpp) {
+                const Value* written = original.find(rule->pattern);
+                m_vpp_null = written == nullptr || written->is_null();
+            }
+        }
+        std::sort(dim.options.begin(), dim.options.end());
+        // Keep only the values that read back as written (a key the simulator reads elsewhere is no lever
+        // here).
+        std::vector<int> kept;
+        for (const int v : dim.options) {
+            m_dims = {Dimension{field, dim.path, {v}}};
+            try {
+                const auto doc = original.with_edits(edit_list(edits(Point{0})));
+                const sim::Layout read = sim::from_recipe(doc, adapter, cluster).layout;
+                if (get(read, field) == v) kept.push_back(v);
+                // NeMo's expert tensor parallelism defaults to tp: it moves with tp unless the recipe pins
+                // it.
+                if (field == Field::tp) m_etp_follows_tp = m_etp_follows_tp && read.etp == v;
+            } catch (const InputError&) {
+            }
+        }
+        m_dims.clear();
+        dim.options = kept;
+        if (dim.options.size() >= 2) found.push_back(dim);
+    }
+    m_dims = std::move(found);
+    m_etp_follows_tp = m_etp_follows_tp && std::any_of(m_dims.begin(), m_dims.end(), [](const Dimension& d) {
+                           return d.field == Field::tp;
+                       });
+    m_original_point = point_of({});
+    // Leave out a lever the gate pins: no other value of it alone is allowed from the original.
+    if (!m_original_point) return;
+    std::vector<Dimension> movable;
+    Point reduced;
+    for (std::size_t i = 0; i < m_dims.size(); ++i) {
+        // Alone, or together with one other lever (HyperPod's per-rank batch moves with tp).
+        bool moves = false;
+        for (std::size_t o = 0; o < m_dims[i].options.size() && !moves; ++o) {
+            if (o == (*m_original_point)[i]) continue;
+            Point p = *m_original_point;
+            p[i] = o;
+            moves = consistent(p) && gate_allows(p);
+            for (std::size_t j = 0; j < m_dims.size() && !moves; ++j)
+                for (std::size_t k = 0; j != i && k < m_dims[j].options.size() && !moves; ++k) {
+                    Point q = p;
+                    q[j] = k;
+                    moves = consistent(q) && gate_allows(q);
+                }
+        }
+        if (moves) movable.push_back(m_dims[i]), reduced.push_back((*m_original_point)[i]);
+    }
+    m_dims = std::move(movable);
+    m_original_point = reduced;
+    m_admissible.clear();
+}
+
+bool ConfigSpace::gate_allows(const Point& point) const {
+    try {
+        gate::CheckOptions options;
+        options.purpose = gate::Purpose::trial_run;
+        options.max_levers = 1000;
+        const auto candidate = m_original->with_edits(edit_list(edits(point)));
+        return gate::check(*m_original, candidate, *m_adapter, gate::default_rules(), m_gate_policy,
+                           *m_cluster, options)
+            .allowed;
+    } catch (const InputError&) {
+        return false;
+    }
+}
+
+double ConfigSpace::size() const {
+    double n = 1;
+    for (const auto& d : m_dims) n *= double(d.options.size());
+    return n;
+}
+
+sim::Layout ConfigSpace::layout(const Point& point) const {
+    sim::Layout l = m_inputs.layout;
+    l.dp = 0;
+    for (std::size_t i = 0; i < m_dims.size(); ++i) set(l, m_dims[i].field, m_dims[i].options[point[i]]);
+    l.sequence_parallel = l.tp > 1 && m_inputs.layout.sequence_parallel;
+    if (m_etp_follows_tp) l.etp = l.tp;
+    return l;
+}
+
+sim::Estimate ConfigSpace::estimate(const Point& point) const {
+    return sim::estimate(m_inputs.hardware, m_inputs.model, layout(point));
+}
+
+bool ConfigSpace::consistent(const Point& point) const {
+    const sim::Layout l = layout(point);
+    const auto& m = m_inputs.model;
+    if (!sim::estimate(m_inputs.hardware, m, l).valid) return false;
+    if (m.kv_heads > 0 && m.kv_heads % l.tp != 0) return false;
+    if (m.layers % (l.pp * l.vpp) != 0) return false;
+    if (l.vpp > 1 && l.pp == 1) return false;
+    return true;
+}
+
+bool ConfigSpace::admissible(const Point& point) const {
+    if (!consistent(point)) return false;
+    const auto it = m_admissible.find(point);
+    if (it != m_admissible.end()) return it->second;
+    return m_admissible[point] = gate_allows(point);
+}
+
+Edits ConfigSpace::edits(const Point& point) const {
+    Edits out;
+    int tp = m_inputs.layout.tp;
+    for (std::size_t i = 0; i < m_dims.size(); ++i) {
+        const auto& d = m_dims[i];
+        const int v = d.options[point[i]];
+        switch (d.field) {
+            case Field::recompute: {
+                const auto r = sim::Recompute(v);
+                if (m_recompute_bool)
+                    out.insert_or_assign(d.path, Value::boolean(r != sim::Recompute::none));
+                else
+                    out.insert_or_assign(
+                        d.path, r == sim::Recompute::none
+                                    ? Value::null()
+                                    : Value::string(r == sim::Recompute::full ? "full" : "selective"));
+                if (m_method_path)
+                    out.insert_or_assign(
+                        *m_method_path, r == sim::Recompute::full ? Value::string("uniform") : Value::null());
+                if (m_layers_path)
+                    out.insert_or_assign(*m_layers_path,
+                                         r == sim::Recompute::full ? Value::number(1) : Value::null());
+                break;
+            }
+            case Field::vpp:
+                out.insert_or_assign(d.path, v == 1 && m_vpp_null ? Value::null() : Value::number(v));
+                break;
+            default:
+                if (is_flag(d.field))
+                    out.insert_or_assign(d.path, Value::boolean(v != 0));
+                else
+                    out.insert_or_assign(d.path, Value::number(v));
+        }
+        if (d.field == Field::tp) tp = v;
+    }
+    if (m_sp_path) out.insert_or_assign(*m_sp_path, Value::boolean(tp > 1));
+    if (m_vocab_path) {  // written even when tp is the original's: the incumbent may have moved it
+        const double multiple = *m_vocab_multiple * m_inputs.layout.tp / tp;
+        if (multiple >= 1 && std::floor(multiple) == multiple)
+            out.insert_or_assign(*m_vocab_path, Value::number(multiple));
+    }
+    return out;
+}
+
+std::optional<Point> ConfigSpace::point_of(const Edits& edits) const {
+    try {
+        const auto doc = m_original->with_edits(edit_list(edits));
+        const sim::Layout l = sim::from_recipe(doc, *m_adapter, *m_cluster).layout;
+        Point point(m_dims.size());
+        for (std::size_t i = 0; i < m_dims.size(); ++i) {
+            const auto& o = m_dims[i].options;
+            const auto it = std::find(o.begin(), o.end(), get(l, m_dims[i].field));
+            if (it == o.end()) return std::nullopt;
+            point[i] = std::size_t(it - o.begin());
+        }
+        return point;
+    } catch (const InputError&) {
+        return std::nullopt;
+    }
+}
+
+Point ConfigSpace::random_point(std::mt19937_64& rng) const {
+    Point point(m_dims.size());
+    for (std::size_t i = 0; i < m_dims.size(); ++i)
+        point[i] = std::uniform_int_distribution<std::size_t>(0, m_dims[i].options.size() - 1)(rng);
+    return point;
+}
+
+std::vector<double> ConfigSpace::features(const Point& point) const {
+    std::vector<double> x(m_dims.size());
+    for (std::size_t i = 0; i < m_dims.size(); ++i)
+        x[i] = double(point[i]) / double(m_dims[i].options.size() - 1);
+    return x;
+}
+
+std::string ConfigSpace::describe(const Point& point) const {
+    std::string out;
+    constexpr const char* k_recompute[] = {"none", "selective", "full"};
+    for (std::size_t i = 0; i < m_dims.size(); ++i) {
+        const int v = m_dims[i].options[point[i]];
+        const Field f = m_dims[i].field;
+        if (!out.empty()) out += ' ';
+        if (f == Field::recompute)
+            out += fmt::format("recompute={}", k_recompute[v]);
+        else if (is_flag(f))
+            out += fmt::format("{}={}", lever_name(f), v != 0 ? "on" : "off");
+        else
+            out += fmt::format("{}={}", f == Field::mbs ? "mbs" : lever_name(f), v);
+    }
+    return out;
+}
+
+std::optional<int> option_of(const ConfigSpace& space, const Point& point, Field field) {
+    const auto& dims = space.dimensions();
+    for (std::size_t i = 0; i < dims.size(); ++i)
+        if (dims[i].field == field) return dims[i].options[point[i]];
+    return std::nullopt;
+}
+
+}  // namespace attune::policy

@@ -1,0 +1,72 @@
+// Black-box: `attune bench` on a one-recipe suite with a tiny budget: the JSON document's shape,
+// figures that make sense, the plot, and bad input.
+#include "../support/run.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using attune::test_support::run_attune;
+using attune::test_support::TempDir;
+using nlohmann::json;
+
+std::string examples() { return std::string(ATTUNE_SOURCE_DIR) + "/examples"; }
+
+TEST(BenchCli, PrintsTheIssuesJsonShapeWithSaneFiguresAndAPlot) {
+    const TempDir dir;
+    dir.write("suite/suite.yaml",
+              "- recipe: " + examples() + "/recipes/nemo-llama3-8b-h100.yaml\n  name: llama3-8b\n");
+    const auto svg = dir.path() / "curve.svg";
+    const auto result = run_attune({"-q", "bench", "--suite", (dir.path() / "suite").string(), "--budget",
+                                    "25gpuh", "--policies", "rules,random,bayes,grid", "--seeds", "1",
+                                    "--json", "--plot", svg.string()});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const json doc = json::parse(result.out);
+    ASSERT_EQ(doc["recipes"].size(), 1U);
+    const auto& r = doc["recipes"][0];
+    EXPECT_EQ(r["recipe"], "llama3-8b");
+    const double baseline = r["baseline_tokens_per_s_per_gpu"].get<double>(),
+                 oracle = r["oracle_tokens_per_s_per_gpu"].get<double>();
+    EXPECT_GT(baseline, 0);
+    EXPECT_GE(oracle, baseline);
+    for (const std::string name : {"rules", "random", "bayes", "grid"}) {
+        ASSERT_TRUE(r["policies"].contains(name)) << name;
+        const auto& p = r["policies"][name];
+        for (const std::string key : {"mean_tokens_per_s_per_gpu", "stdev", "fraction_of_oracle",
+                                      "gpu_hours_to_95", "failed_launches", "refusals"})
+            EXPECT_TRUE(p.contains(key)) << name << " lacks " << key;
+        EXPECT_GT(p["mean_tokens_per_s_per_gpu"].get<double>(), 0) << name;
+        EXPECT_NEAR(p["fraction_of_oracle"].get<double>(),
+                    p["mean_tokens_per_s_per_gpu"].get<double>() / oracle, 1e-9);
+        EXPECT_LE(p["fraction_of_oracle"].get<double>(), 1.3) << name;
+        EXPECT_EQ(p["stdev"].get<double>(), 0.0) << "one seed has no spread";
+        if (!p["gpu_hours_to_95"].is_null()) {
+            EXPECT_GT(p["gpu_hours_to_95"].get<double>(), 0);
+            EXPECT_LE(p["gpu_hours_to_95"].get<double>(), 25.0);
+        }
+        EXPECT_GE(p["failed_launches"].get<int>(), 0);
+        EXPECT_GE(p["refusals"].get<int>(), 0);
+        EXPECT_TRUE(doc["summary"].contains(name));
+    }
+    EXPECT_GT(r["policies"]["rules"]["mean_tokens_per_s_per_gpu"].get<double>(), baseline)
+        << "rules improves the draft recipe";
+    std::ifstream in(svg);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_NE(text.str().find("<svg"), std::string::npos);
+    EXPECT_NE(text.str().find("polyline"), std::string::npos);
+}
+
+TEST(BenchCli, RefusesAnUnknownPolicyABadBudgetAndAnEmptySuite) {
+    const TempDir dir;
+    const auto suite = examples() + "/recipes";
+    EXPECT_EQ(run_attune({"bench", "--suite", suite, "--policies", "rules,annealing"}).exit_code, 2);
+    EXPECT_EQ(run_attune({"bench", "--suite", suite, "--budget", "200"}).exit_code, 2);
+    EXPECT_EQ(run_attune({"bench", "--suite", dir.path().string()}).exit_code, 2);
+}
+
+}  // namespace

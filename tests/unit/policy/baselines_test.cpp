@@ -1,0 +1,216 @@
+// The baseline policies (random, bayes, grid): their lever space, and each driven by the campaign
+// loop on the simulated cluster: valid whole configurations, the gate's verdict, the budget.
+#include "../../support/run.hpp"
+
+#include <attune/campaign/campaign.hpp>
+#include <attune/campaign/factories.hpp>
+#include <attune/core/paths.hpp>
+#include <attune/gate/gated_trial.hpp>
+#include <attune/policy/baselines.hpp>
+#include <attune/policy/config_space.hpp>
+#include <attune/sim/from_recipe.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+
+namespace attune::policy {
+namespace {
+
+using test_support::TempDir;
+
+std::string example(const std::string& name) { return std::string(ATTUNE_SOURCE_DIR) + "/examples/" + name; }
+
+std::vector<recipe::Edit> edit_list(const Edits& edits) {
+    std::vector<recipe::Edit> out;
+    for (const auto& [path, value] : edits) out.push_back({path, value, false});
+    return out;
+}
+
+struct Loaded {
+    gate::LoadedRecipe recipe;
+    cluster::Cluster cluster = cluster::default_cluster();
+};
+
+Loaded load(const std::string& recipe) {
+    return {gate::load_recipe(example("recipes/" + recipe), gate::default_rules()),
+            cluster::default_cluster()};
+}
+
+TEST(ConfigSpace, HasTheNeMoLayoutLeversAndRoundTripsEveryPoint) {
+    const auto l = load("nemo-llama3-8b-h100.yaml");
+    const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster);
+    std::set<Field> fields;
+    for (const auto& d : space.dimensions()) fields.insert(d.field);
+    for (const Field f : {Field::tp, Field::pp, Field::cp, Field::mbs, Field::recompute})
+        EXPECT_TRUE(fields.contains(f)) << lever_name(f);
+    EXPECT_FALSE(fields.contains(Field::ep)) << "a dense model has no expert parallelism to search";
+    ASSERT_TRUE(space.original_point().has_value());
+    EXPECT_EQ(option_of(space, *space.original_point(), Field::tp), 4);
+    std::mt19937_64 rng(3);
+    int consistent = 0;
+    for (int i = 0; i < 150; ++i) {
+        const Point p = space.random_point(rng);
+        EXPECT_EQ(space.point_of(space.edits(p)), p) << space.describe(p);
+        consistent += space.consistent(p) ? 1 : 0;
+    }
+    EXPECT_GT(consistent, 0);
+    EXPECT_LT(consistent, 150);
+}
+
+TEST(ConfigSpace, AdmissiblePointsPassTheGateAgainstTheOriginal) {
+    for (const std::string recipe :
+         {"nemo-llama3-8b-h100.yaml", "nemo-mixtral-8x7b-h100.yaml", "hyperpod-llama3-8b-h100.yaml"}) {
+        const auto l = load(recipe);
+        const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster);
+        const auto gate_policy = gate::load_policy(data_dir(), std::nullopt);
+        std::mt19937_64 rng(5);
+        int admitted = 0;
+        for (int i = 0; i < 3000 && admitted < 25; ++i) {
+            const Point p = space.random_point(rng);
+            if (!space.admissible(p)) continue;
+            ++admitted;
+            gate::CheckOptions options;
+            options.purpose = gate::Purpose::trial_run;
+            options.max_levers = 1000;
+            const auto [verdict, trial] =
+                gate::admit(l.recipe.document, l.recipe.document.with_edits(edit_list(space.edits(p))),
+                            *l.recipe.adapter, gate::default_rules(), gate_policy, l.cluster, options);
+            EXPECT_TRUE(verdict.allowed) << recipe << ": " << space.describe(p) << "\n"
+                                         << verdict.to_json().dump(1);
+        }
+        EXPECT_GE(admitted, 10) << recipe;
+    }
+}
+
+TEST(ConfigSpace, ItsLayoutIsWhatTheSimulatorReadsFromTheEditedRecipe) {
+    // The grid prunes by space.estimate(); the campaign's preflight reads the written recipe. They must
+    // agree.
+    for (const std::string recipe : {"nemo-llama3-8b-h100.yaml", "nemo-llama3-70b-h100.yaml",
+                                     "nemo-mixtral-8x7b-h100.yaml", "hyperpod-llama3-8b-h100.yaml"}) {
+        const auto l = load(recipe);
+        const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster);
+        std::mt19937_64 rng(1);
+        int compared = 0;
+        for (int i = 0; i < 3000 && compared < 30; ++i) {
+            const Point p = space.random_point(rng);
+            if (!space.admissible(p)) continue;
+            ++compared;
+            const auto in = sim::from_recipe(l.recipe.document.with_edits(edit_list(space.edits(p))),
+                                             *l.recipe.adapter, l.cluster);
+            const auto a = space.estimate(p);
+            const auto b = sim::estimate(in.hardware, in.model, in.layout);
+            EXPECT_EQ(a.fits, b.fits) << recipe << ": " << space.describe(p);
+            EXPECT_NEAR(a.memory_gib.total, b.memory_gib.total, 1e-6) << recipe << ": " << space.describe(p);
+            EXPECT_NEAR(a.step_time_s, b.step_time_s, 1e-9) << recipe << ": " << space.describe(p);
+        }
+        EXPECT_GT(compared, 10) << recipe;
+    }
+}
+
+struct Outcome {
+    campaign::CampaignRecord record;
+    campaign::Context context;
+};
+
+Outcome campaign_of(const TempDir& dir, const std::string& policy, const std::string& recipe,
+                    double budget_gpuh, bool preflight_verdicts = true) {
+    campaign::Settings settings;
+    settings.recipe = example("recipes/" + recipe);
+    settings.budget_gpu_s = budget_gpuh * 3600;
+    settings.policy = policy;
+    settings.seed = 3;
+    settings.preflight_verdicts = preflight_verdicts;
+    settings.max_levers = campaign::policy_max_levers(policy);
+    auto opened = campaign::create(dir.path() / policy, settings);
+    campaign::PolicyOptions options;
+    options.name = policy, options.seed = 3;
+    auto p = campaign::make_policy(options, opened.context);
+    auto backend = campaign::make_backend(opened.context);
+    const std::atomic<bool> interrupted{false};
+    auto record = campaign::run(opened.context, opened.journal, *p, *backend, {}, interrupted);
+    return {std::move(record), std::move(opened.context)};
+}
+
+void expect_sound(const Outcome& o, const std::string& policy) {
+    const auto& r = o.record;
+    ASSERT_TRUE(r.end.has_value());
+    EXPECT_LE(r.spent_gpu_s, r.budget_gpu_s() + 1e-6) << policy;
+    int candidates = 0;
+    const ConfigSpace space(o.context.original, *o.context.adapter, o.context.cluster);
+    for (const auto& t : r.trials) {
+        if (t.view.kind != "candidate") continue;
+        ++candidates;
+        EXPECT_EQ(t.stage == campaign::Stage::refused, false)
+            << policy << " trial " << t.view.n << ": " << t.refusal;
+        const auto point = space.point_of(t.view.edits);
+        ASSERT_TRUE(point.has_value()) << policy << " trial " << t.view.n << " is outside the lever space";
+        EXPECT_TRUE(space.consistent(*point)) << space.describe(*point);
+    }
+    EXPECT_GE(candidates, 3) << policy;
+    ASSERT_TRUE(r.best().view.measured.has_value());
+    EXPECT_EQ(r.best().view.measured->status, "ok");
+}
+
+TEST(BaselinePolicies, RandomLaunchesWholeValidConfigurationsWithoutAPreflightWithinBudget) {
+    const TempDir dir;
+    const auto o = campaign_of(dir, "random", "nemo-llama3-8b-h100.yaml", 40, /*preflight_verdicts=*/false);
+    expect_sound(o, "random");
+    EXPECT_EQ(o.record.start["preflight_verdicts"], false);
+    int changed_levers_max = 0;
+    for (const auto& t : o.record.trials) {
+        EXPECT_TRUE(t.stage != campaign::Stage::predicted || t.view.outcome == "over-budget")
+            << "random search has no preflight by default";
+        if (t.verdict.contains("levers"))
+            changed_levers_max = std::max(changed_levers_max, int(t.verdict["levers"].size()));
+    }
+    EXPECT_GE(changed_levers_max, 2) << "random search changes many levers at once";
+}
+
+TEST(BaselinePolicies, BayesLaunchesValidConfigurationsWithinBudget) {
+    const TempDir dir;
+    expect_sound(campaign_of(dir, "bayes", "nemo-llama3-8b-h100.yaml", 40), "bayes");
+}
+
+TEST(BaselinePolicies, GridRunsItsConfigurationsInAscendingOrderWithinBudget) {
+    const TempDir dir;
+    const auto o = campaign_of(dir, "grid", "nemo-llama3-8b-h100.yaml", 40);
+    expect_sound(o, "grid");
+    const ConfigSpace space(o.context.original, *o.context.adapter, o.context.cluster);
+    std::vector<int> tps;
+    for (const auto& t : o.record.trials) {
+        if (t.view.kind != "candidate") continue;
+        EXPECT_TRUE(t.stage != campaign::Stage::predicted || t.view.outcome == "over-budget")
+            << "the grid is pruned by the same memory estimate";
+        if (t.stage == campaign::Stage::predicted) continue;
+        tps.push_back(*option_of(space, *space.point_of(t.view.edits), Field::tp));
+    }
+    EXPECT_TRUE(std::is_sorted(tps.begin(), tps.end()));
+}
+
+TEST(BaselinePolicies, RandomKeepsHyperPodsPerRankBatchConsistentSoTheGateRefusesNothing) {
+    const TempDir dir;
+    expect_sound(campaign_of(dir, "random", "hyperpod-llama3-8b-h100.yaml", 30, false), "random");
+}
+
+TEST(BaselinePolicies, ProposeTheSameAfterAResumeForTheSameHistory) {
+    const TempDir dir;
+    const auto o = campaign_of(dir, "bayes", "nemo-llama3-8b-h100.yaml", 25);
+    CampaignState state;
+    state.original = &o.context.original, state.adapter = o.context.adapter,
+    state.cluster = &o.context.cluster;
+    for (const auto& t : o.record.trials) state.history.push_back(t.view);
+    for (const std::string name : {"random", "bayes", "grid"}) {
+        campaign::PolicyOptions options;
+        options.name = name, options.seed = 9;
+        const auto a = campaign::make_policy(options, o.context)->propose(state);
+        const auto b = campaign::make_policy(options, o.context)->propose(state);
+        ASSERT_TRUE(std::holds_alternative<Proposal>(a)) << name;
+        EXPECT_EQ(edits_to_json(std::get<Proposal>(a).edits), edits_to_json(std::get<Proposal>(b).edits))
+            << name;
+    }
+}
+
+}  // namespace
+}  // namespace attune::policy
