@@ -20,10 +20,10 @@ using detail::Field;
 // signs appear the highest rank is the root cause (README of ../shared/logs: Slurm's DUE TO reason
 // outranks what follows it, hardware outranks the NCCL errors it causes, and so on).
 struct Signature {
-    std::string_view needle;
+    detail::Needle needle;
     Status status;
     int rank;
-    std::string_view unless = {};
+    detail::Needle unless = {};
 };
 
 const std::vector<Signature>& signatures() {
@@ -81,12 +81,12 @@ void set_field(StepRecord& record, Field field, double value) {
     }
 }
 
-bool contains_all(std::string_view line, const std::vector<std::string_view>& needles) {
-    return std::all_of(needles.begin(), needles.end(), [&](auto n) { return detail::contains(line, n); });
+bool contains_all(std::string_view line, const std::vector<detail::Needle>& needles) {
+    return std::all_of(needles.begin(), needles.end(), [&](const auto& n) { return detail::contains(line, n); });
 }
 
-bool contains_any(std::string_view line, const std::vector<std::string_view>& needles) {
-    return std::any_of(needles.begin(), needles.end(), [&](auto n) { return detail::contains(line, n); });
+bool contains_any(std::string_view line, const std::vector<detail::Needle>& needles) {
+    return std::any_of(needles.begin(), needles.end(), [&](const auto& n) { return detail::contains(line, n); });
 }
 
 // The state of one parse: the chosen record format, the steps so far and the failure signs.
@@ -96,6 +96,7 @@ public:
         if (forced != nullptr) {
             m_dialect = std::string(forced->name);
         }
+        narrow_candidates();
     }
 
     void feed(std::string_view line, std::size_t line_number) {
@@ -170,18 +171,31 @@ private:
         }
     }
 
+    static bool is_record(std::string_view line, const DialectSpec& spec) {
+        return contains_all(line, spec.anchors) && !contains_any(line, spec.excludes);
+    }
+
     const DialectSpec* matching_spec(std::string_view line) const {
-        if (m_spec != nullptr && contains_all(line, m_spec->anchors) && !contains_any(line, m_spec->excludes)) {
+        if (m_spec != nullptr && is_record(line, *m_spec)) {
             return m_spec;
         }
         // Once records are seen (or --framework is given) only that dialect's formats are tried.
-        for (const auto& spec : detail::dialect_specs()) {
-            if ((m_dialect.empty() || spec.name == m_dialect) && contains_all(line, spec.anchors) &&
-                !contains_any(line, spec.excludes)) {
-                return &spec;
+        for (const auto* spec : m_candidates) {
+            if (spec != m_spec && is_record(line, *spec)) {
+                return spec;
             }
         }
         return nullptr;
+    }
+
+    // The formats tried on each line: every one until the dialect is known, then that dialect's.
+    void narrow_candidates() {
+        m_candidates.clear();
+        for (const auto& spec : detail::dialect_specs()) {
+            if (m_dialect.empty() || spec.name == m_dialect) {
+                m_candidates.push_back(&spec);
+            }
+        }
     }
 
     std::optional<long long> step_of(const DialectSpec& spec, std::string_view line) const {
@@ -209,7 +223,10 @@ private:
             return false;
         }
         m_spec = spec;
-        m_dialect = std::string(spec->name);
+        if (m_dialect != spec->name) {
+            m_dialect = std::string(spec->name);
+            narrow_candidates();
+        }
         if (!spec->step_key.empty() || spec->step_from_bar) {
             m_last_step = std::max(m_last_step.value_or(*step), *step);
         } else {
@@ -218,9 +235,16 @@ private:
         ++m_records_seen;
         StepRecord record;
         record.step = *step;
+        // Keys that spell the same field differently ("(ms)" or "(s)") are alternatives: the first
+        // one the line has gives the field, and the others are not searched for.
+        unsigned filled = 0;
         for (const auto& field : spec->fields) {
-            if (const auto value = detail::number_after(line, field.key, field.part)) {
-                set_field(record, field.field, *value * field.scale);
+            const auto bit = 1u << static_cast<unsigned>(field.field);
+            if ((filled & bit) == 0) {
+                if (const auto value = detail::number_after(line, field.key, field.part)) {
+                    set_field(record, field.field, *value * field.scale);
+                    filled |= bit;
+                }
             }
         }
         store(record, detail::line_rank(line));
@@ -228,9 +252,16 @@ private:
     }
 
     // Several ranks print the same step: rank 0's line is kept, else the first one printed.
-    void store(StepRecord record, std::optional<int> rank) {
+    void store(const StepRecord& record, std::optional<int> rank) {
         if (record.memory_gib) {
             m_peak_memory = std::max(*record.memory_gib, m_peak_memory.value_or(0.0));
+        }
+        if (m_index.empty() && (m_steps.empty() || record.step > m_steps.back().step)) {
+            // the common case, a new highest step: no search
+            m_steps.push_back(record);
+            m_ranks.push_back(rank);
+            m_last_index = m_steps.size() - 1;
+            return;
         }
         const auto found = index_of(record.step);
         if (!found) {
@@ -296,7 +327,8 @@ private:
     }
 
     void note_bar(std::string_view line) {
-        if (m_spec != nullptr && (m_spec->step_from_bar || m_spec->name == "hf") && !detail::contains(line, "Validation")) {
+        static constexpr detail::Needle k_validation("Validation");
+        if (m_spec != nullptr && (m_spec->step_from_bar || m_spec->name == "hf") && !detail::contains(line, k_validation)) {
             if (const auto counter = detail::bar_counter(line)) {
                 m_last_step = std::max(m_last_step.value_or(*counter), *counter);
             }
@@ -355,6 +387,7 @@ private:
     }
 
     const DialectSpec* m_spec;
+    std::vector<const DialectSpec*> m_candidates;
     std::string m_dialect;         // from the records (or --framework)
     std::string m_marker_dialect;  // from framework wording, used when no record is seen
     std::vector<StepRecord> m_steps;
@@ -407,12 +440,6 @@ std::vector<double> column(const Steps& steps, Member member) {
     return values;
 }
 
-template <typename Member>
-std::optional<double> median_of(const Steps& steps, Member member) {
-    const auto values = column(steps, member);
-    return values.empty() ? std::nullopt : std::optional<double>(median(values));
-}
-
 // Relative spread: median absolute deviation over the median.
 std::optional<double> noise_of(const std::vector<double>& values) {
     if (values.size() < 2) {
@@ -438,7 +465,7 @@ Steps steady_steps(const std::vector<StepRecord>& steps) {
     for (auto it = steps.begin() + 1; it != steps.end(); ++it) {
         rest.push_back(&*it);
     }
-    const bool by_time = !column(rest, &StepRecord::step_time_s).empty();
+    const bool by_time = std::any_of(rest.begin(), rest.end(), [](const StepRecord* r) { return r->step_time_s && std::isfinite(*r->step_time_s); });
     const auto member = by_time ? &StepRecord::step_time_s : &StepRecord::tokens_per_s_per_gpu;
     const auto values = column(rest, member);
     if (values.empty()) {
@@ -471,14 +498,26 @@ void summarise(RunMetrics& metrics) {
     const auto steady = steady_steps(metrics.steps);
     metrics.steady = {};
     metrics.steady.steps_used = steady.size();
-    metrics.steady.step_time_s = median_of(steady, &StepRecord::step_time_s);
-    metrics.steady.tokens_per_s_per_gpu = median_of(steady, &StepRecord::tokens_per_s_per_gpu);
-    metrics.steady.tflops_per_gpu = median_of(steady, &StepRecord::tflops_per_gpu);
-    auto spread = column(steady, &StepRecord::step_time_s);
-    if (spread.empty()) {
-        spread = column(steady, &StepRecord::tokens_per_s_per_gpu);
+    // One pass over the steady steps for all three columns: a multi-GB log has millions of steps.
+    std::vector<double> times;
+    std::vector<double> tokens;
+    std::vector<double> tflops;
+    times.reserve(steady.size());
+    for (const auto* step : steady) {
+        for (auto [value, out] : {std::pair{&step->step_time_s, &times}, std::pair{&step->tokens_per_s_per_gpu, &tokens},
+                                  std::pair{&step->tflops_per_gpu, &tflops}}) {
+            if (*value && std::isfinite(**value)) {
+                out->push_back(**value);
+            }
+        }
     }
-    metrics.steady.noise = noise_of(spread);
+    const auto median_or_null = [](const std::vector<double>& values) {
+        return values.empty() ? std::nullopt : std::optional<double>(median(values));
+    };
+    metrics.steady.step_time_s = median_or_null(times);
+    metrics.steady.tokens_per_s_per_gpu = median_or_null(tokens);
+    metrics.steady.tflops_per_gpu = median_or_null(tflops);
+    metrics.steady.noise = noise_of(!times.empty() ? times : tokens);
     if (metrics.status == Status::ok && steady.size() < k_min_steady_steps) {
         metrics.status = Status::too_short;
         metrics.evidence.push_back({0, std::to_string(steady.size()) + " steady steps, fewer than " + std::to_string(k_min_steady_steps)});
