@@ -356,6 +356,65 @@ std::optional<long long> bar_counter(std::string_view line) {
     return value;
 }
 
+namespace {
+
+// Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm; proleptic Gregorian).
+long long days_from_civil(long long year, unsigned month, unsigned day) {
+    year -= month <= 2 ? 1 : 0;
+    const long long era = (year >= 0 ? year : year - 399) / 400;
+    const auto year_of_era = static_cast<unsigned>(year - era * 400);
+    const unsigned day_of_year = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
+    const unsigned day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    return era * 146097 + static_cast<long long>(day_of_era) - 719468;
+}
+
+// The value of `count` digits at `text`, or -1 when one is not a digit.
+int digits_at(const char* text, int count) {
+    int value = 0;
+    for (int i = 0; i < count; ++i) {
+        if (!is_digit(text[i])) {
+            return -1;
+        }
+        value = value * 10 + (text[i] - '0');
+    }
+    return value;
+}
+
+}  // namespace
+
+std::optional<long long> timestamp_of(std::string_view line) {
+    // "YYYY-MM-DD HH:MM:SS": the first '-' sits 4 bytes in, the seconds end 19 bytes in.
+    constexpr std::size_t k_length = 19;
+    if (line.size() < k_length) {
+        return std::nullopt;
+    }
+    const char* const begin = line.data();
+    const char* const last_dash = begin + (line.size() - k_length) + 4;  // the last place a stamp's first '-' can be
+    for (const char* dash = begin + 4; dash <= last_dash; ++dash) {
+        dash = static_cast<const char*>(std::memchr(dash, '-', static_cast<std::size_t>(last_dash - dash) + 1));
+        if (dash == nullptr) {
+            return std::nullopt;
+        }
+        const char* at = dash - 4;
+        if (at[7] != '-' || (at[10] != ' ' && at[10] != 'T') || at[13] != ':' || at[16] != ':') {
+            continue;
+        }
+        const int year = digits_at(at, 4);
+        const int month = digits_at(at + 5, 2);
+        const int day = digits_at(at + 8, 2);
+        const int hour = digits_at(at + 11, 2);
+        const int minute = digits_at(at + 14, 2);
+        const int second = digits_at(at + 17, 2);
+        if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 ||
+            minute > 59 || second < 0 || second > 60) {
+            continue;
+        }
+        return days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 + hour * 3600LL +
+               minute * 60LL + second;
+    }
+    return std::nullopt;
+}
+
 std::optional<int> line_rank(std::string_view line) {
     int rank = 0;
     static constexpr Needle k_rank_tag("[rank");

@@ -110,6 +110,11 @@ std::optional<double> number_after(std::string_view line, const Needle& key, Par
 /// The `N` of a tqdm counter `N/TOTAL [` on the line, if any.
 std::optional<long long> bar_counter(std::string_view line);
 
+/// Seconds since 1970-01-01 (as if UTC) of the first `YYYY-MM-DD HH:MM:SS` (or `...THH:MM:SS`) on
+/// the line: Megatron `[2025-03-11 17:04:50]`, Python logging, NeMo `[NeMo I ...]`, Slurm's
+/// `CANCELLED AT 2025-03-11T17:04:50`, Kubernetes RFC 3339 stamps. Fractions and zones are ignored.
+std::optional<long long> timestamp_of(std::string_view line);
+
 /// The rank that printed the line (`[rankN]:`, srun label `N: `), if it says.
 std::optional<int> line_rank(std::string_view line);
 
