@@ -344,7 +344,9 @@ std::optional<long long> bar_counter(std::string_view line) {
         return std::nullopt;
     }
     const auto slash = line.rfind('/', bracket);
-    if (slash == std::string_view::npos || slash == 0 || !is_digit(line[slash - 1]) || !is_digit(line[slash + 1])) {
+    // The total is '?' when the epoch length is unknown (an iterable dataset).
+    if (slash == std::string_view::npos || slash == 0 || !is_digit(line[slash - 1]) ||
+        (!is_digit(line[slash + 1]) && line[slash + 1] != '?')) {
         return std::nullopt;
     }
     auto begin = slash;
@@ -448,6 +450,18 @@ const std::vector<DialectSpec>& dialect_specs() {
                          {"memory (MB)", {{"max allocated", Field::memory, k_mib}}}},
          .markers = {"Megatron", "megatron", "> building GPT model", "[before the start of training step]"},
          .chatter = {" .....", "max time across ranks"}},
+        // SageMaker HyperPod recipes (the HyperPod training adapter on Lightning, SMP v2): the model
+        // logs "Step Time", "TFLOPS/GPU", "Loss/train" and "Norms/grad_norm" to the progress bar
+        // postfix; the bar counter is the step. Before nemo: the adapter's own lines say "nemo".
+        {.name = "hyperpod",
+         .anchors = {"Loss/train="},
+         .step_from_bar = true,
+         .excludes = {"Validation"},
+         .fields = {{"Step Time=", Field::step_time},
+                    {"TFLOPS/GPU=", Field::tflops},
+                    {"Loss/train=", Field::loss},
+                    {"Norms/grad_norm=", Field::grad_norm}},
+         .markers = {"hyperpod", "HyperPod"}},
         {.name = "nemo",
          .anchors = {"Training epoch", "global_step"},
          .step_key = "global_step",
