@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -21,6 +22,7 @@ struct DiagnoseOptions {
     std::string framework;
     std::string recipe;
     std::string cluster_file;
+    double hang_after_s = 0;  // 0: not given
     bool json = false;
 };
 
@@ -62,7 +64,13 @@ diagnose::Layout layout_from_recipe(const std::filesystem::path& path, const clu
 int execute(const DiagnoseOptions& options) {
     const std::vector<std::filesystem::path> logs(options.logs.begin(), options.logs.end());
     const auto framework = options.framework.empty() ? std::nullopt : std::optional<std::string>(options.framework);
-    const auto metrics = diagnose::parse_logs(logs, framework);
+    diagnose::HangCheck hang;
+    if (options.hang_after_s > 0) {
+        // The caller watches a running job: the log's age counts as silence too.
+        hang.after_s = options.hang_after_s;
+        hang.now = std::chrono::system_clock::now();
+    }
+    const auto metrics = diagnose::parse_logs(logs, framework, hang);
     diagnose::Layout layout;
     if (!options.recipe.empty()) {
         const auto cluster = options.cluster_file.empty() ? cluster::default_cluster() : cluster::load_cluster(options.cluster_file);
@@ -92,6 +100,9 @@ const Registration k_registration{40, [](CLI::App& app, Action& chosen) {
     sub->add_option("--recipe", options->recipe, "Recipe of the run, for the parallel layout the rules read");
     sub->add_option("--cluster", options->cluster_file, "Cluster file for the GPU (memory, peak) and the job shape the recipe does not state (default: 8 x 8 H100)")
         ->needs(sub->get_option("--recipe"));
+    sub->add_option("--hang-after", options->hang_after_s,
+                    "A running job: no progress for this many seconds (by the log's timestamps, or since the log was last written) is a hang")
+        ->check(CLI::PositiveNumber);
     sub->add_flag("--json", options->json, "Print one JSON document");
     sub->callback([options, &chosen] { chosen = [options] { return execute(*options); }; });
 }};

@@ -4,9 +4,14 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace attune::diagnose::detail {
 namespace {
@@ -15,6 +20,127 @@ constexpr double k_mib = 1.0 / 1024.0;
 constexpr double k_bytes = 1.0 / (1024.0 * 1024.0 * 1024.0);
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Clinger's fast path: `D+[.D*][(e|E)[+-]D+]` with at most 15 significant digits and a decimal exponent
+// within +-22 is an exact integer times or over an exact power of ten, and one IEEE multiplication or
+// division rounds it correctly: the same double as from_chars, several times faster. Anything else
+// (more digits, a leading '.', a trailing partial number) is nullopt and goes to from_chars.
+std::optional<double> exact_decimal(std::string_view text) {
+    static constexpr std::array<double, 23> k_powers = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                                        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    constexpr int k_max_digits = 15;
+    std::uint64_t mantissa = 0;
+    int digits = 0;
+    int exponent = 0;
+    std::size_t i = 0;
+    const auto take_digit = [&] {
+        mantissa = mantissa * 10 + static_cast<std::uint64_t>(text[i] - '0');
+        ++digits;
+        ++i;
+    };
+    while (i < text.size() && is_digit(text[i])) {
+        take_digit();
+    }
+    if (digits == 0) {
+        return std::nullopt;
+    }
+    if (i < text.size() && text[i] == '.') {
+        ++i;
+        while (i < text.size() && is_digit(text[i])) {
+            take_digit();
+            --exponent;
+        }
+    }
+    if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+        ++i;
+        const bool negative = i < text.size() && text[i] == '-';
+        i += i < text.size() && (text[i] == '-' || text[i] == '+') ? 1 : 0;
+        int power = 0;
+        int power_digits = 0;
+        while (i < text.size() && is_digit(text[i]) && power_digits < 4) {
+            power = power * 10 + (text[i] - '0');
+            ++power_digits;
+            ++i;
+        }
+        if (power_digits == 0) {
+            return std::nullopt;
+        }
+        exponent += negative ? -power : power;
+    }
+    if (i != text.size() || digits > k_max_digits || exponent < -22 || exponent > 22) {
+        return std::nullopt;
+    }
+    const auto value = static_cast<double>(mantissa);
+    return exponent >= 0 ? value * k_powers[static_cast<std::size_t>(exponent)] : value / k_powers[static_cast<std::size_t>(-exponent)];
+}
+
+// Whether the loop in leading_number would go on reading at text[i] (a digit, a dot, a thousands
+// separator, an exponent).
+bool continues_number(std::string_view text, std::size_t i) {
+    if (i >= text.size()) {
+        return false;
+    }
+    const char c = text[i];
+    const bool next_digit = i + 1 < text.size() && is_digit(text[i + 1]);
+    return is_digit(c) || c == '.' || (c == ',' && next_digit) ||
+           ((c == 'e' || c == 'E') && (next_digit || (i + 1 < text.size() && (text[i + 1] == '-' || text[i + 1] == '+'))));
+}
+
+// The common case of leading_number in one pass without copying: `D+[.D*][(e|E)[+-]D+]` that ends
+// where leading_number would stop, with at most 15 digits and a decimal exponent within +-22, read
+// by Clinger's fast path (as exact_decimal). nullopt sends the text to the general path (separators,
+// a leading '.', many digits), which gives the same value for these.
+std::optional<double> plain_decimal(std::string_view text, std::size_t& consumed) {
+    static constexpr std::array<double, 23> k_powers = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                                        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const char* const begin = text.data();
+    const char* const end = begin + text.size();
+    const char* at = begin;
+    std::uint64_t mantissa = 0;
+    while (at != end && is_digit(*at)) {
+        mantissa = mantissa * 10 + static_cast<std::uint64_t>(*at - '0');
+        ++at;
+    }
+    const auto whole_digits = at - begin;
+    if (whole_digits == 0) {
+        return std::nullopt;
+    }
+    int exponent = 0;
+    if (at != end && *at == '.') {
+        ++at;
+        const char* const fraction = at;
+        while (at != end && is_digit(*at)) {
+            mantissa = mantissa * 10 + static_cast<std::uint64_t>(*at - '0');
+            ++at;
+        }
+        exponent = -static_cast<int>(at - fraction);
+    }
+    if (whole_digits - exponent > 15) {
+        return std::nullopt;
+    }
+    if (at != end && (*at == 'e' || *at == 'E')) {
+        const char* power_at = at + 1;
+        const bool negative = power_at != end && *power_at == '-';
+        power_at += power_at != end && (*power_at == '-' || *power_at == '+') ? 1 : 0;
+        int power = 0;
+        const char* const power_begin = power_at;
+        while (power_at != end && is_digit(*power_at) && power_at - power_begin < 4) {
+            power = power * 10 + (*power_at - '0');
+            ++power_at;
+        }
+        if (power_at == power_begin) {
+            return std::nullopt;
+        }
+        exponent += negative ? -power : power;
+        at = power_at;
+    }
+    if (continues_number(text, static_cast<std::size_t>(at - begin)) || exponent < -22 || exponent > 22) {
+        return std::nullopt;
+    }
+    consumed = static_cast<std::size_t>(at - begin);
+    const auto value = static_cast<double>(mantissa);
+    return exponent >= 0 ? value * k_powers[static_cast<std::size_t>(exponent)] : value / k_powers[static_cast<std::size_t>(-exponent)];
+}
 
 // Parses a number at the start of `text`, dropping thousands separators; `consumed` gets its length.
 std::optional<double> leading_number(std::string_view text, std::size_t& consumed) {
@@ -34,6 +160,10 @@ std::optional<double> leading_number(std::string_view text, std::size_t& consume
         consumed = i + 3;
         const double special = word == "nan" ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
         return negative ? -special : special;
+    }
+    if (const auto plain = plain_decimal(text.substr(i), consumed)) {
+        consumed += i;
+        return negative ? -*plain : *plain;
     }
     // Digits are copied without thousands separators into a small buffer for from_chars.
     std::array<char, 64> digits{};
@@ -59,6 +189,10 @@ std::optional<double> leading_number(std::string_view text, std::size_t& consume
         }
         ++i;
     }
+    if (const auto exact = exact_decimal(std::string_view(digits.data(), used))) {
+        consumed = i;
+        return negative ? -*exact : *exact;
+    }
     double value = 0;
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + used, value);
     if (used == 0 || error != std::errc{} || end == digits.data()) {
@@ -70,19 +204,125 @@ std::optional<double> leading_number(std::string_view text, std::size_t& consume
 
 }  // namespace
 
-std::size_t find(std::string_view text, std::string_view needle) {
-    const void* at = ::memmem(text.data(), text.size(), needle.data(), needle.size());
-    return at == nullptr ? std::string_view::npos : static_cast<std::size_t>(static_cast<const char*>(at) - text.data());
+namespace {
+
+// The SIMD part of Needle::find_in: tests blocks of candidate starts for the two rare bytes
+// (`needle[first_at]` and `needle[second_at]`) and compares the whole needle where both match. The
+// last block is moved back to end at `last_start` (starts already tested are masked off), so no
+// byte-by-byte tail is left; needs last_start + 1 >= the block width. Written out twice (AVX2,
+// SSE2): lambdas and templates would not inherit the AVX2 target.
+#if defined(__x86_64__)
+std::size_t verify(const char* data, std::size_t start, std::uint64_t mask, std::string_view needle) {
+    while (mask != 0) {
+        const auto offset = start + static_cast<std::size_t>(__builtin_ctzll(mask));
+        if (std::memcmp(data + offset, needle.data(), needle.size()) == 0) {
+            return offset;
+        }
+        mask &= mask - 1;
+    }
+    return std::string_view::npos;
 }
 
-std::optional<double> number_after(std::string_view line, std::string_view key, Part part) {
+__attribute__((target("avx2"))) std::size_t find_avx2(const char* data, std::size_t last_start, std::string_view needle,
+                                                      std::size_t first_at, std::size_t second_at) {
+    constexpr std::size_t k_width = 32;
+    const __m256i want_first = _mm256_set1_epi8(needle[first_at]);
+    const __m256i want_second = _mm256_set1_epi8(needle[second_at]);
+    std::size_t start = 0;
+    for (;; start += k_width) {
+        const bool last = start + k_width > last_start;
+        const std::size_t at = last ? last_start + 1 - k_width : start;
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + at + first_at));
+        const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + at + second_at));
+        auto mask = static_cast<std::uint64_t>(
+            static_cast<std::uint32_t>(_mm256_movemask_epi8(_mm256_and_si256(_mm256_cmpeq_epi8(a, want_first), _mm256_cmpeq_epi8(b, want_second)))));
+        if (last) {
+            mask &= ~std::uint64_t{0} << (start - at);
+        }
+        if (mask != 0) {
+            if (const auto found = verify(data, at, mask, needle); found != std::string_view::npos) {
+                return found;
+            }
+        }
+        if (last) {
+            return std::string_view::npos;
+        }
+    }
+}
+
+std::size_t find_sse2(const char* data, std::size_t last_start, std::string_view needle, std::size_t first_at, std::size_t second_at) {
+    constexpr std::size_t k_width = 16;
+    const __m128i want_first = _mm_set1_epi8(needle[first_at]);
+    const __m128i want_second = _mm_set1_epi8(needle[second_at]);
+    std::size_t start = 0;
+    for (;; start += k_width) {
+        const bool last = start + k_width > last_start;
+        const std::size_t at = last ? last_start + 1 - k_width : start;
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at + first_at));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at + second_at));
+        auto mask = static_cast<std::uint64_t>(
+            static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, want_first), _mm_cmpeq_epi8(b, want_second)))));
+        if (last) {
+            mask &= ~std::uint64_t{0} << (start - at);
+        }
+        if (mask != 0) {
+            if (const auto found = verify(data, at, mask, needle); found != std::string_view::npos) {
+                return found;
+            }
+        }
+        if (last) {
+            return std::string_view::npos;
+        }
+    }
+}
+
+const bool k_has_avx2 = __builtin_cpu_supports("avx2");
+#endif
+
+}  // namespace
+
+std::size_t Needle::find_in(std::string_view text) const {
+    const std::size_t length = m_text.size();
+    if (length == 0) {
+        return 0;
+    }
+    if (text.size() < length) {
+        return std::string_view::npos;
+    }
+    const char* const data = text.data();
+    const std::size_t last_start = text.size() - length;
+#if defined(__x86_64__)
+    if (k_has_avx2 && last_start >= 31) {
+        return find_avx2(data, last_start, m_text, m_rare, m_rare2);
+    }
+    if (last_start >= 15) {
+        return find_sse2(data, last_start, m_text, m_rare, m_rare2);
+    }
+#endif
+    const char first = m_text[m_rare];
+    const char second = m_text[m_rare2];
+    for (std::size_t start = 0; start <= last_start; ++start) {
+        if (data[start + m_rare] == first && data[start + m_rare2] == second && std::memcmp(data + start, m_text.data(), length) == 0) {
+            return start;
+        }
+    }
+    return std::string_view::npos;
+}
+
+std::optional<double> number_after(std::string_view line, const Needle& key, Part part) {
     const auto at = find(line, key);
     if (at == std::string_view::npos) {
         return std::nullopt;
     }
     auto rest = line.substr(at + key.size());
-    const auto skip = rest.find_first_not_of(" :=\t'\"");
-    if (skip == std::string_view::npos) {
+    // The separators between a key and its value: a loop, as string_view::find_first_not_of calls
+    // memchr on the set for every byte.
+    std::size_t skip = 0;
+    while (skip < rest.size() && (rest[skip] == ' ' || rest[skip] == ':' || rest[skip] == '=' || rest[skip] == '\t' ||
+                                  rest[skip] == '\'' || rest[skip] == '"')) {
+        ++skip;
+    }
+    if (skip == rest.size()) {
         return std::nullopt;
     }
     rest.remove_prefix(skip);
@@ -104,7 +344,9 @@ std::optional<long long> bar_counter(std::string_view line) {
         return std::nullopt;
     }
     const auto slash = line.rfind('/', bracket);
-    if (slash == std::string_view::npos || slash == 0 || !is_digit(line[slash - 1]) || !is_digit(line[slash + 1])) {
+    // The total is '?' when the epoch length is unknown (an iterable dataset).
+    if (slash == std::string_view::npos || slash == 0 || !is_digit(line[slash - 1]) ||
+        (!is_digit(line[slash + 1]) && line[slash + 1] != '?')) {
         return std::nullopt;
     }
     auto begin = slash;
@@ -116,9 +358,69 @@ std::optional<long long> bar_counter(std::string_view line) {
     return value;
 }
 
+namespace {
+
+// Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm; proleptic Gregorian).
+long long days_from_civil(long long year, unsigned month, unsigned day) {
+    year -= month <= 2 ? 1 : 0;
+    const long long era = (year >= 0 ? year : year - 399) / 400;
+    const auto year_of_era = static_cast<unsigned>(year - era * 400);
+    const unsigned day_of_year = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
+    const unsigned day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    return era * 146097 + static_cast<long long>(day_of_era) - 719468;
+}
+
+// The value of `count` digits at `text`, or -1 when one is not a digit.
+int digits_at(const char* text, int count) {
+    int value = 0;
+    for (int i = 0; i < count; ++i) {
+        if (!is_digit(text[i])) {
+            return -1;
+        }
+        value = value * 10 + (text[i] - '0');
+    }
+    return value;
+}
+
+}  // namespace
+
+std::optional<long long> timestamp_of(std::string_view line) {
+    // "YYYY-MM-DD HH:MM:SS": the first '-' sits 4 bytes in, the seconds end 19 bytes in.
+    constexpr std::size_t k_length = 19;
+    if (line.size() < k_length) {
+        return std::nullopt;
+    }
+    const char* const begin = line.data();
+    const char* const last_dash = begin + (line.size() - k_length) + 4;  // the last place a stamp's first '-' can be
+    for (const char* dash = begin + 4; dash <= last_dash; ++dash) {
+        dash = static_cast<const char*>(std::memchr(dash, '-', static_cast<std::size_t>(last_dash - dash) + 1));
+        if (dash == nullptr) {
+            return std::nullopt;
+        }
+        const char* at = dash - 4;
+        if (at[7] != '-' || (at[10] != ' ' && at[10] != 'T') || at[13] != ':' || at[16] != ':') {
+            continue;
+        }
+        const int year = digits_at(at, 4);
+        const int month = digits_at(at + 5, 2);
+        const int day = digits_at(at + 8, 2);
+        const int hour = digits_at(at + 11, 2);
+        const int minute = digits_at(at + 14, 2);
+        const int second = digits_at(at + 17, 2);
+        if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 ||
+            minute > 59 || second < 0 || second > 60) {
+            continue;
+        }
+        return days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 + hour * 3600LL +
+               minute * 60LL + second;
+    }
+    return std::nullopt;
+}
+
 std::optional<int> line_rank(std::string_view line) {
     int rank = 0;
-    if (const auto at = find(line, "[rank"); at != std::string_view::npos && at + 5 < line.size() && is_digit(line[at + 5])) {
+    static constexpr Needle k_rank_tag("[rank");
+    if (const auto at = find(line, k_rank_tag); at != std::string_view::npos && at + 5 < line.size() && is_digit(line[at + 5])) {
         std::from_chars(line.data() + at + 5, line.data() + line.size(), rank);
         return rank;
     }
@@ -148,6 +450,18 @@ const std::vector<DialectSpec>& dialect_specs() {
                          {"memory (MB)", {{"max allocated", Field::memory, k_mib}}}},
          .markers = {"Megatron", "megatron", "> building GPT model", "[before the start of training step]"},
          .chatter = {" .....", "max time across ranks"}},
+        // SageMaker HyperPod recipes (the HyperPod training adapter on Lightning, SMP v2): the model
+        // logs "Step Time", "TFLOPS/GPU", "Loss/train" and "Norms/grad_norm" to the progress bar
+        // postfix; the bar counter is the step. Before nemo: the adapter's own lines say "nemo".
+        {.name = "hyperpod",
+         .anchors = {"Loss/train="},
+         .step_from_bar = true,
+         .excludes = {"Validation"},
+         .fields = {{"Step Time=", Field::step_time},
+                    {"TFLOPS/GPU=", Field::tflops},
+                    {"Loss/train=", Field::loss},
+                    {"Norms/grad_norm=", Field::grad_norm}},
+         .markers = {"hyperpod", "HyperPod"}},
         {.name = "nemo",
          .anchors = {"Training epoch", "global_step"},
          .step_key = "global_step",

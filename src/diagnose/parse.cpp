@@ -7,7 +7,9 @@
 #include "dialects.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <string>
 #include <unordered_map>
 
 namespace attune::diagnose {
@@ -20,10 +22,10 @@ using detail::Field;
 // signs appear the highest rank is the root cause (README of ../shared/logs: Slurm's DUE TO reason
 // outranks what follows it, hardware outranks the NCCL errors it causes, and so on).
 struct Signature {
-    std::string_view needle;
+    detail::Needle needle;
     Status status;
     int rank;
-    std::string_view unless = {};
+    detail::Needle unless = {};
 };
 
 const std::vector<Signature>& signatures() {
@@ -71,7 +73,20 @@ const std::vector<Signature>& signatures() {
     return table;
 }
 
+// Lines printed when training ends as planned: a silence before them is a final checkpoint or
+// evaluation, not a hang.
+const std::vector<detail::Needle>& completion_markers() {
+    static const std::vector<detail::Needle> table = {"[after training is done]", "Trainer.fit` stopped", "Training completed"};
+    return table;
+}
+
 constexpr int k_diverged_rank = 80;
+// A silence outranks the signs at or below a hang's (tracebacks, signal callbacks, a scancel) and a
+// Slurm time limit, which only says when the wait ended; a sign that names a cause (an OOM, an
+// NCCL watchdog) explains the silence instead.
+constexpr int k_hang_rank = 50;
+constexpr double k_min_silence_s = 30 * 60;
+constexpr double k_silence_intervals = 20;
 constexpr std::size_t k_evidence_per_status = 5;
 constexpr std::size_t k_min_steady_steps = 3;
 constexpr std::uintmax_t k_max_reserved_steps = 64u << 20;
@@ -90,21 +105,31 @@ void set_field(StepRecord& record, Field field, double value) {
     }
 }
 
-bool contains_all(std::string_view line, const std::vector<std::string_view>& needles) {
-    return std::all_of(needles.begin(), needles.end(), [&](auto n) { return detail::contains(line, n); });
+bool contains_all(std::string_view line, const std::vector<detail::Needle>& needles) {
+    return std::all_of(needles.begin(), needles.end(), [&](const auto& n) { return detail::contains(line, n); });
 }
 
-bool contains_any(std::string_view line, const std::vector<std::string_view>& needles) {
-    return std::any_of(needles.begin(), needles.end(), [&](auto n) { return detail::contains(line, n); });
+bool contains_any(std::string_view line, const std::vector<detail::Needle>& needles) {
+    return std::any_of(needles.begin(), needles.end(), [&](const auto& n) { return detail::contains(line, n); });
+}
+
+double median_of_values(std::vector<double> values) {
+    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+    std::nth_element(values.begin(), middle, values.end());
+    if (values.size() % 2 == 1) {
+        return *middle;
+    }
+    return (*std::max_element(values.begin(), middle) + *middle) / 2.0;
 }
 
 // The state of one parse: the chosen record format, the steps so far and the failure signs.
 class Parser {
 public:
-    explicit Parser(const DialectSpec* forced) : m_spec(forced) {
+    Parser(const DialectSpec* forced, HangCheck hang) : m_spec(forced), m_hang(hang) {
         if (forced != nullptr) {
             m_dialect = std::string(forced->name);
         }
+        narrow_candidates();
     }
 
     void feed(std::string_view line, std::size_t line_number) {
@@ -114,14 +139,18 @@ public:
         if (m_marker_dialect.empty() && m_dialect.empty()) {
             detect_marker(line);
         }
-        if (read_record(line)) {
+        if (read_record(line, line_number)) {
             return;
         }
         if ((m_spec != nullptr && contains_any(line, m_spec->chatter)) || attach(line)) {
             return;
         }
+        note_time(line, line_number);
         note_signatures(line, line_number);
     }
+
+    /// Seconds since the log was last written, for a job still running (HangCheck::now).
+    void set_live_silence(double seconds) { m_live_silence_s = seconds; }
 
     RunMetrics finish() {
         RunMetrics metrics;
@@ -179,18 +208,31 @@ private:
         }
     }
 
+    static bool is_record(std::string_view line, const DialectSpec& spec) {
+        return contains_all(line, spec.anchors) && !contains_any(line, spec.excludes);
+    }
+
     const DialectSpec* matching_spec(std::string_view line) const {
-        if (m_spec != nullptr && contains_all(line, m_spec->anchors) && !contains_any(line, m_spec->excludes)) {
+        if (m_spec != nullptr && is_record(line, *m_spec)) {
             return m_spec;
         }
         // Once records are seen (or --framework is given) only that dialect's formats are tried.
-        for (const auto& spec : detail::dialect_specs()) {
-            if ((m_dialect.empty() || spec.name == m_dialect) && contains_all(line, spec.anchors) &&
-                !contains_any(line, spec.excludes)) {
-                return &spec;
+        for (const auto* spec : m_candidates) {
+            if (spec != m_spec && is_record(line, *spec)) {
+                return spec;
             }
         }
         return nullptr;
+    }
+
+    // The formats tried on each line: every one until the dialect is known, then that dialect's.
+    void narrow_candidates() {
+        m_candidates.clear();
+        for (const auto& spec : detail::dialect_specs()) {
+            if (m_dialect.empty() || spec.name == m_dialect) {
+                m_candidates.push_back(&spec);
+            }
+        }
     }
 
     std::optional<long long> step_of(const DialectSpec& spec, std::string_view line) const {
@@ -207,7 +249,7 @@ private:
         return static_cast<long long>(m_steps.size() + 1);
     }
 
-    bool read_record(std::string_view line) {
+    bool read_record(std::string_view line, std::size_t line_number) {
         const auto* spec = matching_spec(line);
         if (spec == nullptr) {
             note_bar(line);
@@ -218,7 +260,10 @@ private:
             return false;
         }
         m_spec = spec;
-        m_dialect = std::string(spec->name);
+        if (m_dialect != spec->name) {
+            m_dialect = std::string(spec->name);
+            narrow_candidates();
+        }
         if (!spec->step_key.empty() || spec->step_from_bar) {
             m_last_step = std::max(m_last_step.value_or(*step), *step);
         } else {
@@ -227,19 +272,64 @@ private:
         ++m_records_seen;
         StepRecord record;
         record.step = *step;
+        // Keys that spell the same field differently ("(ms)" or "(s)") are alternatives: the first
+        // one the line has gives the field, and the others are not searched for.
+        unsigned filled = 0;
         for (const auto& field : spec->fields) {
-            if (const auto value = detail::number_after(line, field.key, field.part)) {
-                set_field(record, field.field, *value * field.scale);
+            const auto bit = 1u << static_cast<unsigned>(field.field);
+            if ((filled & bit) == 0) {
+                if (const auto value = detail::number_after(line, field.key, field.part)) {
+                    set_field(record, field.field, *value * field.scale);
+                    filled |= bit;
+                }
             }
         }
         store(record, detail::line_rank(line));
+        note_progress(line, line_number);
         return true;
     }
 
+    // The last progress record and its time; the silence after it is measured from here.
+    void note_progress(std::string_view line, std::size_t line_number) {
+        m_last_progress.line = line_number;
+        m_last_progress.text.assign(util::trim(line));
+        m_completed = false;
+        m_after_line.reset();
+        const auto stamp = detail::timestamp_of(line);
+        if (stamp && m_progress_stamp && *stamp > *m_progress_stamp) {
+            m_intervals.push_back(static_cast<double>(*stamp - *m_progress_stamp));
+        }
+        // A record without a time leaves the silence unknown rather than measured from an older record.
+        m_progress_stamp = stamp;
+        m_after_stamp = stamp;
+    }
+
+    // Times printed after the last progress record, and whether training then finished as planned.
+    // Nothing is parsed before a timed record: the cost stays off logs that print no times.
+    void note_time(std::string_view line, std::size_t line_number) {
+        if (!m_progress_stamp) {
+            return;
+        }
+        if (!m_completed && contains_any(line, completion_markers())) {
+            m_completed = true;
+        }
+        if (const auto stamp = detail::timestamp_of(line); stamp && *stamp > *m_after_stamp) {
+            m_after_stamp = stamp;
+            m_after_line = Evidence{line_number, std::string(util::trim(line))};
+        }
+    }
+
     // Several ranks print the same step: rank 0's line is kept, else the first one printed.
-    void store(StepRecord record, std::optional<int> rank) {
+    void store(const StepRecord& record, std::optional<int> rank) {
         if (record.memory_gib) {
             m_peak_memory = std::max(*record.memory_gib, m_peak_memory.value_or(0.0));
+        }
+        if (m_index.empty() && (m_steps.empty() || record.step > m_steps.back().step)) {
+            // the common case, a new highest step: no search
+            m_steps.push_back(record);
+            m_ranks.push_back(rank);
+            m_last_index = m_steps.size() - 1;
+            return;
         }
         const auto found = index_of(record.step);
         if (!found) {
@@ -305,7 +395,8 @@ private:
     }
 
     void note_bar(std::string_view line) {
-        if (m_spec != nullptr && (m_spec->step_from_bar || m_spec->name == "hf") && !detail::contains(line, "Validation")) {
+        static constexpr detail::Needle k_validation("Validation");
+        if (m_spec != nullptr && (m_spec->step_from_bar || m_spec->name == "hf") && !detail::contains(line, k_validation)) {
             if (const auto counter = detail::bar_counter(line)) {
                 m_last_step = std::max(m_last_step.value_or(*counter), *counter);
             }
@@ -353,17 +444,62 @@ private:
             metrics.status = Status::diverged;
             const auto& last = metrics.steps.back();
             metrics.evidence.push_back({0, "step " + std::to_string(last.step) + ": loss or grad norm is not finite"});
+        } else if (const auto silence = silent_hang(winner)) {
+            metrics.status = Status::hang;
+            metrics.evidence = *silence;
         } else if (winner != nullptr) {
             metrics.status = winner->signature->status;
         }
         for (const auto& sign : m_signs) {
-            if (sign.signature->status == metrics.status && sign.records_before == m_records_seen) {
+            const bool quoted = std::any_of(metrics.evidence.begin(), metrics.evidence.end(), [&](const Evidence& e) { return e.line == sign.evidence.line; });
+            if (sign.signature->status == metrics.status && sign.records_before == m_records_seen && !quoted) {
                 metrics.evidence.push_back(sign.evidence);
             }
         }
     }
 
+    // The silence threshold: --hang-after, else the larger of 30 min and 20 progress intervals.
+    double silence_threshold() const {
+        if (m_hang.after_s) {
+            return *m_hang.after_s;
+        }
+        if (m_intervals.empty()) {
+            return k_min_silence_s;
+        }
+        return std::max(k_min_silence_s, k_silence_intervals * median_of_values(m_intervals));
+    }
+
+    // The evidence of a hang when progress stopped for longer than the threshold and nothing that
+    // names another cause follows: the last progress line, the later line that dates the silence
+    // (or the file's modification time) and the measured silence.
+    std::optional<std::vector<Evidence>> silent_hang(const Sign* winner) const {
+        const bool explained = winner != nullptr && winner->signature->rank > k_hang_rank && winner->signature->status != Status::time_limit;
+        if (explained || m_completed) {
+            return std::nullopt;
+        }
+        const double threshold = silence_threshold();
+        std::vector<Evidence> evidence;
+        if (m_records_seen > 0) {
+            evidence.push_back(m_last_progress);
+        }
+        if (m_progress_stamp && m_after_line && static_cast<double>(*m_after_stamp - *m_progress_stamp) > threshold) {
+            evidence.push_back(*m_after_line);
+            evidence.push_back({0, "no progress for " + std::to_string(*m_after_stamp - *m_progress_stamp) +
+                                       " s by the log's timestamps (threshold " + std::to_string(std::lround(threshold)) + " s)"});
+            return evidence;
+        }
+        // A running job's log that stopped growing: only when the log itself shows no failure.
+        if (winner == nullptr && m_live_silence_s && *m_live_silence_s > threshold) {
+            evidence.push_back({0, "log last written " + std::to_string(std::lround(*m_live_silence_s)) + " s ago (threshold " +
+                                       std::to_string(std::lround(threshold)) + " s)"});
+            return evidence;
+        }
+        return std::nullopt;
+    }
+
     const DialectSpec* m_spec;
+    HangCheck m_hang;
+    std::vector<const DialectSpec*> m_candidates;
     std::string m_dialect;         // from the records (or --framework)
     std::string m_marker_dialect;  // from framework wording, used when no record is seen
     std::vector<StepRecord> m_steps;
@@ -375,6 +511,13 @@ private:
     std::optional<double> m_peak_memory;
     std::vector<Sign> m_signs;
     std::string m_clean;
+    Evidence m_last_progress;                // the last progress record line
+    std::optional<long long> m_progress_stamp;  // its time, if it prints one
+    std::optional<long long> m_after_stamp;     // the latest time printed since
+    std::optional<Evidence> m_after_line;       // the line that printed it
+    std::vector<double> m_intervals;            // seconds between successive timed records
+    bool m_completed = false;                   // training finished as planned after the last record
+    std::optional<double> m_live_silence_s;
 };
 
 const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
@@ -393,14 +536,7 @@ const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
     throw InputError(message);
 }
 
-double median(std::vector<double> values) {
-    const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-    std::nth_element(values.begin(), middle, values.end());
-    if (values.size() % 2 == 1) {
-        return *middle;
-    }
-    return (*std::max_element(values.begin(), middle) + *middle) / 2.0;
-}
+double median(std::vector<double> values) { return median_of_values(std::move(values)); }
 
 using Steps = std::vector<const StepRecord*>;
 
@@ -414,12 +550,6 @@ std::vector<double> column(const Steps& steps, Member member) {
         }
     }
     return values;
-}
-
-template <typename Member>
-std::optional<double> median_of(const Steps& steps, Member member) {
-    const auto values = column(steps, member);
-    return values.empty() ? std::nullopt : std::optional<double>(median(values));
 }
 
 // Relative spread: median absolute deviation over the median.
@@ -447,7 +577,7 @@ Steps steady_steps(const std::vector<StepRecord>& steps) {
     for (auto it = steps.begin() + 1; it != steps.end(); ++it) {
         rest.push_back(&*it);
     }
-    const bool by_time = !column(rest, &StepRecord::step_time_s).empty();
+    const bool by_time = std::any_of(rest.begin(), rest.end(), [](const StepRecord* r) { return r->step_time_s && std::isfinite(*r->step_time_s); });
     const auto member = by_time ? &StepRecord::step_time_s : &StepRecord::tokens_per_s_per_gpu;
     const auto values = column(rest, member);
     if (values.empty()) {
@@ -480,22 +610,35 @@ void summarise(RunMetrics& metrics) {
     const auto steady = steady_steps(metrics.steps);
     metrics.steady = {};
     metrics.steady.steps_used = steady.size();
-    metrics.steady.step_time_s = median_of(steady, &StepRecord::step_time_s);
-    metrics.steady.tokens_per_s_per_gpu = median_of(steady, &StepRecord::tokens_per_s_per_gpu);
-    metrics.steady.tflops_per_gpu = median_of(steady, &StepRecord::tflops_per_gpu);
-    auto spread = column(steady, &StepRecord::step_time_s);
-    if (spread.empty()) {
-        spread = column(steady, &StepRecord::tokens_per_s_per_gpu);
+    // One pass over the steady steps for all three columns: a multi-GB log has millions of steps.
+    std::vector<double> times;
+    std::vector<double> tokens;
+    std::vector<double> tflops;
+    times.reserve(steady.size());
+    for (const auto* step : steady) {
+        for (auto [value, out] : {std::pair{&step->step_time_s, &times}, std::pair{&step->tokens_per_s_per_gpu, &tokens},
+                                  std::pair{&step->tflops_per_gpu, &tflops}}) {
+            if (*value && std::isfinite(**value)) {
+                out->push_back(**value);
+            }
+        }
     }
-    metrics.steady.noise = noise_of(spread);
+    const auto median_or_null = [](const std::vector<double>& values) {
+        return values.empty() ? std::nullopt : std::optional<double>(median(values));
+    };
+    metrics.steady.step_time_s = median_or_null(times);
+    metrics.steady.tokens_per_s_per_gpu = median_or_null(tokens);
+    metrics.steady.tflops_per_gpu = median_or_null(tflops);
+    metrics.steady.noise = noise_of(!times.empty() ? times : tokens);
     if (metrics.status == Status::ok && steady.size() < k_min_steady_steps) {
         metrics.status = Status::too_short;
         metrics.evidence.push_back({0, std::to_string(steady.size()) + " steady steps, fewer than " + std::to_string(k_min_steady_steps)});
     }
 }
 
-RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework) {
-    Parser parser(forced_spec(framework));
+RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework,
+                      const HangCheck& hang) {
+    Parser parser(forced_spec(framework), hang);
     std::uintmax_t total_bytes = 0;
     for (const auto& path : logs) {
         std::error_code error;
@@ -508,6 +651,21 @@ RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std:
         std::string_view line;
         while (reader.next(line)) {
             parser.feed(line, reader.line_number());
+        }
+    }
+    if (hang.after_s && hang.now) {
+        // The newest modification among the files: a live job appends to its last log.
+        std::optional<std::chrono::system_clock::time_point> written;
+        for (const auto& path : logs) {
+            std::error_code error;
+            const auto time = std::filesystem::last_write_time(path, error);
+            if (!error) {
+                const auto system = std::chrono::time_point_cast<std::chrono::system_clock::duration>(std::chrono::file_clock::to_sys(time));
+                written = std::max(system, written.value_or(system));
+            }
+        }
+        if (written) {
+            parser.set_live_silence(std::chrono::duration<double>(*hang.now - *written).count());
         }
     }
     if (!parser.recognised()) {

@@ -3,11 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -132,3 +134,21 @@ TEST(DiagnoseCli, ClusterWithoutRecipeExitsTwo) {
 }
 
 }  // namespace
+
+// Issue 4: --hang-after judges a running job's log by its age.
+TEST(DiagnoseCli, HangAfterReportsAStaleLogAsAHang) {
+    const auto path = std::filesystem::temp_directory_path() / ("attune-diag-stale-" + std::to_string(::getpid()) + ".log");
+    std::filesystem::copy_file(fixture("megatron/restart-recovered-ok.log"), path, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - std::chrono::hours(3));
+    const auto stale = run_attune("diagnose --json --hang-after 600 " + path.string());
+    const auto plain = run_attune("diagnose --json " + path.string());
+    std::filesystem::remove(path);
+    ASSERT_EQ(stale.exit_code, 0);
+    EXPECT_EQ(nlohmann::json::parse(stale.out)["status"], "hang");
+    ASSERT_EQ(plain.exit_code, 0);
+    EXPECT_EQ(nlohmann::json::parse(plain.out)["status"], "ok");
+}
+
+TEST(DiagnoseCli, NegativeHangAfterExitsTwo) {
+    EXPECT_EQ(run_attune("diagnose --hang-after -5 " + fixture("megatron/restart-recovered-ok.log")).exit_code, 2);
+}

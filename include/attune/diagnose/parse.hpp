@@ -2,6 +2,7 @@
 
 #include <attune/diagnose/run_metrics.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -13,11 +14,24 @@ namespace attune::diagnose {
 /// The dialect names `--framework` accepts, in detection order.
 const std::vector<std::string>& dialect_names();
 
+/// When a silent log is a hang. The log's own timestamps are always compared: a run whose last
+/// progress record is followed, with no line naming another cause, by a line printed more than the
+/// threshold later (a Slurm time limit, a user scancel, a heartbeat timeout) is `hang`.
+struct HangCheck {
+    /// The silence that makes a hang, in seconds; by default the larger of 30 min and 20 intervals
+    /// between progress records.
+    std::optional<double> after_s;
+    /// The time now, for a job still running: with `after_s`, a log that shows no failure and was
+    /// last modified more than `after_s` before `now` is `hang` too. Unset: modification times are not read.
+    std::optional<std::chrono::system_clock::time_point> now;
+};
+
 /// Reads the logs of one trial (several files are read in order as one stream) into RunMetrics.
 /// `framework` forces a dialect; otherwise the dialect is detected from the content. Throws
 /// InputError for a missing file, an unknown `framework` (with a suggestion), or content in which
 /// no dialect and no failure sign is recognised. Never throws on malformed lines.
-RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework);
+RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework,
+                      const HangCheck& hang = {});
 
 /// Fills `metrics.steady` and `metrics.status` (`too-short`) from the steps: the first step and
 /// steps far from the median are warm-up or outliers and are discarded.
