@@ -21,17 +21,11 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::vector<recipe::Edit> edit_list(const policy::Edits& edits) {
-    std::vector<recipe::Edit> out;
-    for (const auto& [path, value] : edits) out.push_back({path, value, false});
-    return out;
-}
-
 /// The world's noise-free throughput of a configuration; 0 when it is inconsistent or does not fit.
 double true_throughput(const campaign::Context& ctx, const policy::Edits& edits, const sim::World& world) {
     try {
         const auto in =
-            sim::from_recipe(ctx.original.with_edits(edit_list(edits)), *ctx.adapter, ctx.cluster);
+            sim::from_recipe(ctx.original.with_edits(policy::edit_list(edits)), *ctx.adapter, ctx.cluster);
         const auto e = world.measure(in.hardware, in.model, in.layout, 0, 0, false);
         return e.valid && e.fits ? e.tokens_per_s_per_gpu : 0.0;
     } catch (const InputError&) {

@@ -25,12 +25,6 @@ constexpr double k_unestimated_time_limit_s = 3600;
 constexpr int k_max_proposals_without_launch = 50;
 constexpr int k_early_stop_min_steps = 10;      // timed steps before a stable trial may stop early
 
-std::vector<recipe::Edit> edit_list(const policy::Edits& edits) {
-    std::vector<recipe::Edit> out;
-    for (const auto& [path, value] : edits) out.push_back({path, value, false});
-    return out;
-}
-
 std::uint64_t run_id(std::uint64_t seed, int trial, int attempt) {
     std::uint64_t x = seed * 0x9E3779B97F4A7C15ULL + std::uint64_t(trial) * 1000003ULL + std::uint64_t(attempt);
     x ^= x >> 31;
@@ -181,7 +175,7 @@ private:
         }
     }
 
-    recipe::Document document_of(const policy::Edits& edits) const { return m_ctx.original.with_edits(edit_list(edits)); }
+    recipe::Document document_of(const policy::Edits& edits) const { return m_ctx.original.with_edits(policy::edit_list(edits)); }
 
     /// The candidate plus the trial-only keys that make it a short run (its step count). Keys that
     /// read a trial-only key through an interpolation (HyperPod's lr_decay_iters reads max_steps)
@@ -485,7 +479,7 @@ CampaignRecord run(const Context& context, Journal& journal, policy::Policy& pol
 
 fs::path write_best(const Context& context, const CampaignRecord& record) {
     const fs::path path = context.dir / "best.yaml";
-    util::write_file_atomically(path, context.original.with_edits(edit_list(record.best().view.edits)).text());
+    util::write_file_atomically(path, context.original.with_edits(policy::edit_list(record.best().view.edits)).text());
     return path;
 }
 

@@ -110,12 +110,6 @@ sim::Recompute recompute_of(const Value& value) {
     return sim::Recompute::none;
 }
 
-std::vector<recipe::Edit> edit_list(const Edits& edits) {
-    std::vector<recipe::Edit> out;
-    for (const auto& [path, value] : edits) out.push_back({path, value, false});
-    return out;
-}
-
 }  // namespace
 
 std::string_view lever_name(Field field) {

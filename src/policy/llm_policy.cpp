@@ -235,12 +235,6 @@ private:
         }
     }
 
-    static std::vector<recipe::Edit> edit_list(const Edits& edits) {
-        std::vector<recipe::Edit> out;
-        for (const auto& [path, value] : edits) out.push_back({path, value, false});
-        return out;
-    }
-
     static std::string model_family(const recipe::Document& recipe) {
         for (const char* key : {"model.tokenizer.type", "pretrained_model_name_or_path", "model.model_type", "run.name"})
             if (const auto* value = recipe.find(key)) return value->to_string();

@@ -9,6 +9,12 @@ Edits merged(Edits base, const Edits& edits) {
     return base;
 }
 
+std::vector<recipe::Edit> edit_list(const Edits& edits) {
+    std::vector<recipe::Edit> out;
+    for (const auto& [path, value] : edits) out.push_back({path, value, false});
+    return out;
+}
+
 nlohmann::json edits_to_json(const Edits& edits) {
     nlohmann::json json = nlohmann::json::object();
     for (const auto& [path, value] : edits) json[path] = value.to_json();

@@ -209,7 +209,7 @@ public:
     std::string name() const override { return "rules"; }
 
     Decision propose(const CampaignState& state) override {
-        const recipe::Document incumbent = state.original->with_edits(as_edit_list(state.incumbent_edits));
+        const recipe::Document incumbent = state.original->with_edits(edit_list(state.incumbent_edits));
         const auto campaign = campaign_facts(state);
         const auto facts = facts_lookup(incumbent, *state.adapter, *state.cluster, state.incumbent_measured, campaign);
         auto candidates = applicable(state, incumbent, facts);
@@ -225,12 +225,6 @@ public:
     }
 
 private:
-    static std::vector<recipe::Edit> as_edit_list(const Edits& edits) {
-        std::vector<recipe::Edit> out;
-        for (const auto& [path, value] : edits) out.push_back({path, value, false});
-        return out;
-    }
-
     static std::map<std::string, double> campaign_facts(const CampaignState& state) {
         int since_accept = 0, failures_in_row = 0;
         bool failures_run = true;

@@ -102,6 +102,9 @@ public:
 /// The configuration `edits` applied on top of `base`.
 Edits merged(Edits base, const Edits& edits);
 
+/// The configuration as recipe edits, for Document::with_edits.
+std::vector<recipe::Edit> edit_list(const Edits& edits);
+
 /// Edits as JSON (`{key: value}`) and back, for the journal.
 nlohmann::json edits_to_json(const Edits& edits);
 Edits edits_from_json(const nlohmann::json& json);

@@ -38,9 +38,7 @@ struct Fixture {
         s.budget_left_gpu_s = 200 * 3600;
         s.trial_cost_gpu_s = 4 * 3600;
         s.estimate = [this](const policy::Edits& edits) {
-            std::vector<recipe::Edit> list;
-            for (const auto& [path, value] : edits) list.push_back({path, value, false});
-            return campaign::preflight_of(loaded.document.with_edits(list), *loaded.adapter, cluster);
+            return campaign::preflight_of(loaded.document.with_edits(policy::edit_list(edits)), *loaded.adapter, cluster);
         };
         return s;
     }
@@ -79,9 +77,7 @@ TEST(RulesPolicy, TheShippedRulesProposeOneLeverThatTheGateAllows) {
     const Fixture f;
     auto policy = policy::make_rules_policy(policy::default_search_rules());
     const auto p = proposal(policy->propose(f.state()));
-    std::vector<recipe::Edit> list;
-    for (const auto& [path, value] : p.edits) list.push_back({path, value, false});
-    const auto candidate = f.loaded.document.with_edits(list);
+    const auto candidate = f.loaded.document.with_edits(policy::edit_list(p.edits));
     gate::Policy gate_policy;
     const auto verdict = gate::check(f.loaded.document, candidate, *f.loaded.adapter, gate::default_rules(), gate_policy, f.cluster, {});
     EXPECT_TRUE(verdict.allowed);
