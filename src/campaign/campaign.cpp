@@ -420,19 +420,23 @@ private:
         if (gain > min_gain)
             return {"accept", fmt::format("{:+.1f}% beyond the noise band of {:.1f}%", 100 * gain, 100 * min_gain), gain};
         const double freed = inc->peak_memory_gib.value_or(0) - m.peak_memory_gib.value_or(inc->peak_memory_gib.value_or(0));
-        if (keeps_neutral(gain, min_gain, freed))
-            return {"accept", fmt::format("{:+.1f}% is within the noise band of {:.1f}% and frees {:.1f} GiB per GPU for the next move",
-                                          100 * gain, 100 * min_gain, freed), gain};
+        const bool prerequisite = m_ctx.search->is_prerequisite(trial.view.lever);
+        if (keeps_neutral(gain, min_gain, freed, prerequisite))
+            return {"accept", fmt::format("{:+.1f}% is within the noise band of {:.1f}% and {} for the next move", 100 * gain,
+                                          100 * min_gain, prerequisite && freed < 1 ? std::string("is a prerequisite")
+                                                                                    : fmt::format("frees {:.1f} GiB per GPU", freed)),
+                    gain};
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
     }
 
-    bool keeps_neutral(double gain, double min_gain, double freed_gib) const {
+    bool keeps_neutral(double gain, double min_gain, double freed_gib, bool prerequisite) const {
         const auto& rule = m_ctx.search->acceptance.keep_neutral;
         if (!rule) return false;
         const auto holds = rule->evaluate([&](const std::string& name) -> std::optional<double> {
             if (name == "gain") return gain;
             if (name == "min_gain") return min_gain;
             if (name == "memory_freed_gib") return freed_gib;
+            if (name == "prerequisite") return prerequisite ? 1.0 : 0.0;
             return std::nullopt;
         });
         return holds && *holds != 0;

@@ -106,6 +106,14 @@ SearchRules SearchRules::load(const std::filesystem::path& path) {
     return rules;
 }
 
+bool SearchRules::is_prerequisite(const std::string& lever) const {
+    for (const Phase& phase : phases)
+        for (const Move& move : phase.moves)
+            for (const auto& required : move.requires_values)
+                if (required.first == lever) return true;
+    return false;
+}
+
 const SearchRules& default_search_rules() {
     static const SearchRules rules = SearchRules::load(data_dir() / "skills" / "rules" / "search.yaml");
     return rules;

@@ -50,7 +50,7 @@ struct StopRule {
 
 struct Acceptance {
     gate::Expression min_gain;               ///< relative gain a candidate must beat (reads `noise`)
-    std::optional<gate::Expression> keep_neutral;  ///< when a change within noise is kept (reads gain, min_gain, memory_freed_gib)
+    std::optional<gate::Expression> keep_neutral;  ///< when a change within noise is kept (reads gain, min_gain, memory_freed_gib, prerequisite)
     gate::Expression confirm_best;           ///< when the final best is run again
 };
 
@@ -60,6 +60,9 @@ struct SearchRules {
     std::vector<Phase> phases;
     std::vector<StopRule> stop;
     std::string source;
+
+    /// Some move `requires` this lever: a change to it may be what makes a later move possible.
+    [[nodiscard]] bool is_prerequisite(const std::string& lever) const;
 
     /// Reads a search rules file; throws InputError with `file:line: what was expected`.
     static SearchRules load(const std::filesystem::path& path);

@@ -1,0 +1,48 @@
+#pragma once
+// Planning one-lever moves toward a layout the nominal model says is faster. Greedy by predicted
+// speed, a tuner spends on the quickest win the memory that a later, larger win needs (recompute
+// off first, and then tp down no longer fits), and where dp is 1 tp and pp can only move together.
+// The planner picks, among the moves the search rules offer, one from which a faster layout stays
+// reachable by further single moves through layouts that fit with a margin.
+
+#include <attune/policy/config_space.hpp>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace attune::policy {
+
+class LayoutPlanner {
+public:
+    /// `memory_margin`: the fraction of HBM a planned layout leaves free (the allocator's
+    /// fragmentation varies from cluster to cluster; the estimate assumes a typical one).
+    LayoutPlanner(const ConfigSpace& space, double memory_margin);
+
+    /// The index of the candidate to take, or nullopt when no candidate leads toward a layout
+    /// predicted at least `min_gain` faster than `incumbent`. `candidates` are the points of the
+    /// moves on offer (nullopt: outside the space); `memory_limit_gib` also bounds planned layouts
+    /// (the estimate of a layout that ran out of memory). Levers that are flags stay as the
+    /// incumbent has them: only the layout (tp, pp, vpp, cp, ep, micro batch, recompute) is planned.
+    [[nodiscard]] std::optional<std::size_t> choose(const Point& incumbent,
+                                                    const std::vector<std::optional<Point>>& candidates,
+                                                    double memory_limit_gib, double min_gain) const;
+
+private:
+    struct Target {
+        double tokens_per_s_per_gpu;
+        double memory_gib;
+        Point point;
+    };
+    [[nodiscard]] const std::vector<Target>& targets(const Point& incumbent) const;
+    [[nodiscard]] bool fits(const Point& point, double limit_gib) const;
+    [[nodiscard]] bool reachable(const Point& from, const Point& to, double limit_gib) const;
+    [[nodiscard]] bool is_layout(std::size_t dim) const;
+
+    const ConfigSpace& m_space;
+    double m_margin;
+    /// Every consistent layout that fits, fastest first, per setting of the flag levers.
+    mutable std::map<Point, std::vector<Target>> m_targets;
+};
+
+}  // namespace attune::policy

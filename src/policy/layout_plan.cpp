@@ -1,0 +1,128 @@
+#include <attune/policy/layout_plan.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <set>
+
+namespace attune::policy {
+
+namespace {
+
+// Enough targets to get past the fast layouts no offered move leads to, few enough to stay cheap.
+constexpr std::size_t k_max_targets = 64;
+
+std::size_t distance(std::size_t a, std::size_t b) { return a > b ? a - b : b - a; }
+
+/// Every coordinate of `candidate` is at least as close to `target` as `from`'s, one closer.
+bool toward(const Point& from, const Point& candidate, const Point& target) {
+    bool closer = false;
+    for (std::size_t d = 0; d < target.size(); ++d) {
+        const std::size_t before = distance(from[d], target[d]), after = distance(candidate[d], target[d]);
+        if (after > before) return false;
+        closer = closer || after < before;
+    }
+    return closer;
+}
+
+}  // namespace
+
+LayoutPlanner::LayoutPlanner(const ConfigSpace& space, double memory_margin)
+    : m_space(space), m_margin(memory_margin) {}
+
+bool LayoutPlanner::is_layout(std::size_t dim) const {
+    switch (m_space.dimensions()[dim].field) {
+        case Field::tp: case Field::pp: case Field::vpp: case Field::cp: case Field::ep: case Field::mbs:
+        case Field::recompute:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool LayoutPlanner::fits(const Point& point, double limit_gib) const {
+    if (!m_space.consistent(point)) return false;
+    const sim::Estimate e = m_space.estimate(point);
+    return e.valid && e.fits && e.memory_gib.total <= limit_gib;
+}
+
+const std::vector<LayoutPlanner::Target>& LayoutPlanner::targets(const Point& incumbent) const {
+    const auto& dims = m_space.dimensions();
+    Point flags;
+    for (std::size_t d = 0; d < dims.size(); ++d)
+        if (!is_layout(d)) flags.push_back(incumbent[d]);
+    auto [it, inserted] = m_targets.try_emplace(flags);
+    if (!inserted) return it->second;
+    std::vector<Target>& out = it->second;
+    Point p = incumbent;
+    // Odometer over the layout levers; the flags keep the incumbent's values.
+    const std::function<void(std::size_t)> visit = [&](std::size_t d) {
+        if (d == dims.size()) {
+            if (!m_space.consistent(p)) return;
+            const sim::Estimate e = m_space.estimate(p);
+            if (e.valid && e.fits && e.memory_gib.total <= e.memory_gib.capacity * (1 - m_margin))
+                out.push_back({e.tokens_per_s_per_gpu, e.memory_gib.total, p});
+            return;
+        }
+        if (!is_layout(d)) return visit(d + 1);
+        for (std::size_t o = 0; o < dims[d].options.size(); ++o) {
+            p[d] = o;
+            visit(d + 1);
+        }
+        p[d] = incumbent[d];
+    };
+    visit(0);
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Target& a, const Target& b) { return a.tokens_per_s_per_gpu > b.tokens_per_s_per_gpu; });
+    return out;
+}
+
+bool LayoutPlanner::reachable(const Point& from, const Point& to, double limit_gib) const {
+    std::set<Point> seen;
+    const std::function<bool(const Point&)> search = [&](const Point& s) {
+        if (s == to) return true;
+        if (!seen.insert(s).second) return false;
+        for (std::size_t d = 0; d < s.size(); ++d) {
+            if (s[d] == to[d]) continue;
+            // One lever at a time, each only toward the target (a step may stop between).
+            const std::size_t lo = std::min(s[d], to[d]), hi = std::max(s[d], to[d]);
+            for (std::size_t o = lo; o <= hi; ++o) {
+                if (o == s[d]) continue;
+                Point next = s;
+                next[d] = o;
+                if (fits(next, limit_gib) && search(next)) return true;
+            }
+        }
+        return false;
+    };
+    return search(from);
+}
+
+std::optional<std::size_t> LayoutPlanner::choose(const Point& incumbent,
+                                                 const std::vector<std::optional<Point>>& candidates,
+                                                 double memory_limit_gib, double min_gain) const {
+    const sim::Estimate now = m_space.estimate(incumbent);
+    if (!now.valid) return std::nullopt;
+    const double limit = std::min(memory_limit_gib, now.memory_gib.capacity * (1 - m_margin));
+    std::size_t considered = 0;
+    for (const Target& target : targets(incumbent)) {
+        if (now.fits && target.tokens_per_s_per_gpu < now.tokens_per_s_per_gpu * (1 + min_gain)) break;
+        if (target.memory_gib > limit) continue;
+        if (++considered > k_max_targets) break;
+        std::optional<std::size_t> best;
+        double best_speed = 0;
+        for (std::size_t i = 0; i < candidates.size(); ++i) {
+            const auto& c = candidates[i];
+            if (!c || !toward(incumbent, *c, target.point) || !fits(*c, limit)) continue;
+            const double speed = m_space.estimate(*c).tokens_per_s_per_gpu;
+            if (best && speed <= best_speed) continue;
+            if (!reachable(*c, target.point, limit)) continue;
+            best = i;
+            best_speed = speed;
+        }
+        if (best) return best;
+    }
+    return std::nullopt;
+}
+
+}  // namespace attune::policy

@@ -1,0 +1,88 @@
+// The layout planner and what it changes in the rules policy, on the NeMo 70B example (tp 8 over a
+// whole node, pp 4, full recompute, on 8 x 8 H100): greedy by predicted speed, recompute goes first
+// and spends the memory that tp down needs; the plan takes tp down first.
+#include <attune/campaign/trial_io.hpp>
+#include <attune/gate/adapter.hpp>
+#include <attune/policy/config_space.hpp>
+#include <attune/policy/layout_plan.hpp>
+#include <attune/policy/rules_policy.hpp>
+
+#include <gtest/gtest.h>
+
+namespace attune::policy {
+namespace {
+
+struct Fixture {
+    gate::LoadedRecipe loaded = gate::load_recipe(std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-70b-h100.yaml",
+                                                  gate::default_rules());
+    cluster::Cluster cluster = cluster::default_cluster();
+    ConfigSpace space{loaded.document, *loaded.adapter, cluster};
+
+    Point point(const Edits& edits) const {
+        const auto p = space.point_of(edits);
+        EXPECT_TRUE(p.has_value());
+        return p.value_or(Point{});
+    }
+};
+
+const Edits k_selective{{"model.activations_checkpoint_granularity", recipe::Value::string("selective")},
+                        {"model.activations_checkpoint_method", recipe::Value::null()},
+                        {"model.activations_checkpoint_num_layers", recipe::Value::null()}};
+const Edits k_tp4{{"model.tensor_model_parallel_size", recipe::Value::number(4)},
+                  {"model.make_vocab_size_divisible_by", recipe::Value::number(256)}};
+const Edits k_overlap{{"model.ub_tp_comm_overlap", recipe::Value::boolean(true)}};
+
+TEST(LayoutPlanner, TakesTpDownBeforeTheRecomputeMoveTheEstimateRanksFaster) {
+    const Fixture f;
+    const Point original = f.point({});
+    const std::vector<std::optional<Point>> candidates{f.point(k_selective), f.point(k_tp4)};
+    // The premise: one move ahead, selective recompute looks better.
+    ASSERT_GT(f.space.estimate(*candidates[0]).tokens_per_s_per_gpu, f.space.estimate(*candidates[1]).tokens_per_s_per_gpu);
+    const LayoutPlanner planner(f.space, 0.05);
+    EXPECT_EQ(planner.choose(original, candidates, 1e9, 0.02), std::optional<std::size_t>{1});
+}
+
+TEST(LayoutPlanner, OffersNothingWhenNoCandidateLeadsToAFasterLayout) {
+    const Fixture f;
+    const LayoutPlanner planner(f.space, 0.05);
+    // A flag changes no layout; and no layout fits under a memory limit of 1 GiB.
+    EXPECT_EQ(planner.choose(f.point({}), {f.point(k_overlap), std::nullopt}, 1e9, 0.02), std::nullopt);
+    EXPECT_EQ(planner.choose(f.point({}), {f.point(k_selective), f.point(k_tp4)}, 1.0, 0.02), std::nullopt);
+}
+
+TEST(RulesPolicy, OnThe70BExampleProposesTpDownFirst) {
+    const Fixture f;
+    Measurement measured;
+    measured.status = "ok";
+    measured.tokens_per_s_per_gpu = 568;
+    measured.peak_memory_gib = 30;
+    measured.noise = 0.003;
+    measured.facts["memory_headroom_gib"] = 49;
+    CampaignState s;
+    s.original = &f.loaded.document;
+    s.adapter = f.loaded.adapter;
+    s.cluster = &f.cluster;
+    s.incumbent_measured = &measured;
+    s.history.push_back({.n = 0, .kind = "baseline", .lever = "", .move = "baseline", .edits = {}, .incumbent = -1,
+                         .outcome = "ok", .preflight = std::nullopt, .measured = measured, .accepted = false});
+    s.budget_left_gpu_s = 200 * 3600;
+    s.trial_cost_gpu_s = 10 * 3600;
+    s.estimate = [&f](const Edits& edits) {
+        return campaign::preflight_of(f.loaded.document.with_edits(edit_list(edits)), *f.loaded.adapter, f.cluster);
+    };
+    const auto decision = make_rules_policy(default_search_rules())->propose(s);
+    ASSERT_TRUE(std::holds_alternative<Proposal>(decision)) << std::get<Stop>(decision).reason;
+    const auto& p = std::get<Proposal>(decision);
+    EXPECT_EQ(p.lever, "tp");
+    EXPECT_EQ(p.edits.at("model.tensor_model_parallel_size").to_string(), "4");
+}
+
+TEST(SearchRules, TheLeversAnotherMoveRequiresArePrerequisites) {
+    const auto& rules = default_search_rules();
+    EXPECT_TRUE(rules.is_prerequisite("distributed_optimizer"));
+    EXPECT_TRUE(rules.is_prerequisite("overlap_grad_reduce"));
+    EXPECT_FALSE(rules.is_prerequisite("tp"));
+}
+
+}  // namespace
+}  // namespace attune::policy
