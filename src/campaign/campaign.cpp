@@ -116,16 +116,18 @@ private:
             const recipe::Value* from = incumbent.find(path);
             changes.push_back({{"key", path}, {"from", from ? from->to_json() : json(nullptr)}, {"to", value.to_json()}});
         }
-        m_journal.append("trial-proposed", {{"trial", n},
-                                            {"kind", kind},
-                                            {"policy", kind == "candidate" ? m_policy.name() : "campaign"},
-                                            {"lever", proposal.lever},
-                                            {"move", proposal.move},
-                                            {"edits", policy::edits_to_json(edits)},
-                                            {"changes", absolute ? json::array() : changes},
-                                            {"incumbent", kind == "baseline" ? -1 : record.incumbent},
-                                            {"rationale", proposal.rationale},
-                                            {"answers", proposal.answers}});
+        json event{{"trial", n},
+                   {"kind", kind},
+                   {"policy", kind == "candidate" ? m_policy.name() : "campaign"},
+                   {"lever", proposal.lever},
+                   {"move", proposal.move},
+                   {"edits", policy::edits_to_json(edits)},
+                   {"changes", absolute ? json::array() : changes},
+                   {"incumbent", kind == "baseline" ? -1 : record.incumbent},
+                   {"rationale", proposal.rationale},
+                   {"answers", proposal.answers}};
+        if (proposal.stepping_stone) event["stepping_stone"] = true;
+        m_journal.append("trial-proposed", std::move(event));
     }
 
     policy::CampaignState state_of(const CampaignRecord& record) const {
@@ -421,15 +423,17 @@ private:
             return {"accept", fmt::format("{:+.1f}% beyond the noise band of {:.1f}%", 100 * gain, 100 * min_gain), gain};
         const double freed = inc->peak_memory_gib.value_or(0) - m.peak_memory_gib.value_or(inc->peak_memory_gib.value_or(0));
         const bool prerequisite = m_ctx.search->is_prerequisite(trial.view.lever);
-        if (keeps_neutral(gain, min_gain, freed, prerequisite))
-            return {"accept", fmt::format("{:+.1f}% is within the noise band of {:.1f}% and {} for the next move", 100 * gain,
-                                          100 * min_gain, prerequisite && freed < 1 ? std::string("is a prerequisite")
-                                                                                    : fmt::format("frees {:.1f} GiB per GPU", freed)),
+        if (keeps_neutral(gain, min_gain, freed, prerequisite, trial.stepping_stone))
+            return {"accept",
+                    fmt::format("{:+.1f}% is within {} noise band of {:.1f}% and {} for the next move", 100 * gain,
+                                gain >= -min_gain ? "the" : "twice the", 100 * min_gain,
+                                prerequisite && freed < 1 ? std::string("is a prerequisite")
+                                                          : fmt::format("frees {:.1f} GiB per GPU", freed)),
                     gain};
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
     }
 
-    bool keeps_neutral(double gain, double min_gain, double freed_gib, bool prerequisite) const {
+    bool keeps_neutral(double gain, double min_gain, double freed_gib, bool prerequisite, bool stepping_stone) const {
         const auto& rule = m_ctx.search->acceptance.keep_neutral;
         if (!rule) return false;
         const auto holds = rule->evaluate([&](const std::string& name) -> std::optional<double> {
@@ -437,6 +441,7 @@ private:
             if (name == "min_gain") return min_gain;
             if (name == "memory_freed_gib") return freed_gib;
             if (name == "prerequisite") return prerequisite ? 1.0 : 0.0;
+            if (name == "stepping_stone") return stepping_stone ? 1.0 : 0.0;
             return std::nullopt;
         });
         return holds && *holds != 0;

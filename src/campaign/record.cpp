@@ -36,6 +36,7 @@ void on_proposed(CampaignRecord& record, const nlohmann::json& e) {
     trial.view.outcome = "pending";
     trial.rationale = e.value("rationale", "");
     trial.answers = e.value("answers", "");
+    trial.stepping_stone = e.value("stepping_stone", false);
     record.trials.push_back(std::move(trial));
 }
 

@@ -41,6 +41,7 @@ struct Candidate {
     std::string lever;
     std::string rationale;
     std::optional<Preflight> estimate;
+    bool planned = false;  ///< chosen by the layout planner, on the way to a faster layout
 };
 
 class Resolver {
@@ -237,7 +238,7 @@ public:
         const auto best = choose(state, candidates);
         if (!best) return Stop{"Every applicable move is predicted not to fit or to be slower than the incumbent."};
         const std::string answers = state.incumbent_measured ? state.incumbent_measured->bottleneck : "";
-        return Proposal{best->lever, best->move->id, best->edits, best->rationale, answers};
+        return Proposal{best->lever, best->move->id, best->edits, best->rationale, answers, best->planned};
     }
 
 private:
@@ -344,7 +345,9 @@ private:
                 limit = std::min(limit, trial.preflight->memory_gib - k_memory_step_gib);
         const auto index = planner->choose(*incumbent, points, limit, k_planned_gain);
         if (!index) return std::nullopt;
-        return *viable[*index];
+        Candidate chosen = *viable[*index];
+        chosen.planned = true;
+        return chosen;
     }
 
     const LayoutPlanner* planner_for(const CampaignState& state) {

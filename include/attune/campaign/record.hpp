@@ -20,6 +20,7 @@ struct TrialRecord {
     Stage stage = Stage::proposed;
     std::string rationale;
     std::string answers;
+    bool stepping_stone = false;             ///< the policy's plan needs it (policy::Proposal)
     nlohmann::json verdict;                  ///< the gate's verdict document
     std::string refusal;                     ///< why the gate or the preflight stopped it
     double time_limit_s = 0;

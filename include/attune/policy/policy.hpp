@@ -81,6 +81,9 @@ struct Proposal {
     Edits edits;
     std::string rationale;
     std::string answers;                     ///< the diagnosis it responds to
+    /// A step of a plan: the move after it is what pays, so acceptance may keep it when it frees
+    /// memory at a small cost (`stepping_stone` in skills/rules/search.yaml's keep_neutral).
+    bool stepping_stone = false;
 };
 
 struct Stop {

@@ -75,6 +75,7 @@ TEST(RulesPolicy, OnThe70BExampleProposesTpDownFirst) {
     const auto& p = std::get<Proposal>(decision);
     EXPECT_EQ(p.lever, "tp");
     EXPECT_EQ(p.edits.at("model.tensor_model_parallel_size").to_string(), "4");
+    EXPECT_TRUE(p.stepping_stone) << "a planned move says so, for acceptance";
 }
 
 TEST(SearchRules, TheLeversAnotherMoveRequiresArePrerequisites) {
