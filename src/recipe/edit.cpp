@@ -4,12 +4,30 @@
 #include "tree.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 
 namespace attune::recipe {
 
 namespace {
 
 constexpr int k_indent_step = 2;
+
+/// Bytes [start, end) of the text and what replaces them.
+struct Splice {
+    std::size_t start = 0;
+    std::size_t end = 0;
+    std::string text;
+};
+
+/// The text with non-overlapping splices applied, the last first so that earlier offsets hold.
+std::string spliced(std::string text, std::vector<Splice> splices) {
+    std::sort(splices.begin(), splices.end(), [](const Splice& a, const Splice& b) { return a.start > b.start; });
+    for (const auto& s : splices) text.replace(s.start, s.end - s.start, s.text);
+    return text;
+}
+
+bool overlap(const Splice& a, const Splice& b) { return a.start < b.end && b.start < a.end; }
 
 /// Applies one edit to recipe text by rewriting only the bytes of the value it changes, so that
 /// comments, key order and every other key stay exactly as written.
@@ -18,7 +36,23 @@ public:
     TextEditor(const std::string& text, const Node& root, const std::string& origin)
         : m_text(text), m_root(root), m_origin(origin) {}
 
-    std::string apply(const Edit& edit) {
+    /// The bytes an edit of an existing key rewrites, or nullopt when the edit adds keys.
+    std::optional<Splice> replacement(const Edit& edit) const {
+        const auto [chain, missing] = walk(edit);
+        if (!missing.empty()) return std::nullopt;
+        if (edit.create) fail(edit, "the key exists already; expected key=value instead of +key=value");
+        return replace_value(edit, *chain.back(), chain.size() >= 2 ? chain[chain.size() - 2] : nullptr);
+    }
+
+    std::string apply(const Edit& edit) const {
+        if (const auto splice = replacement(edit)) return spliced(m_text, {*splice});
+        const auto [chain, missing] = walk(edit);
+        return insert_keys(edit, *chain.back(), missing);
+    }
+
+private:
+    /// The nodes along the edit's path that exist, and the segments that do not.
+    std::pair<std::vector<const Node*>, std::vector<std::string>> walk(const Edit& edit) const {
         const auto segments = split_path(edit.path);
         if (segments.empty()) fail(edit, "an empty key path");
         std::vector<const Node*> chain{&m_root};
@@ -28,14 +62,9 @@ public:
             if (next == nullptr) break;
             chain.push_back(next);
         }
-        if (depth == segments.size()) {
-            if (edit.create) fail(edit, "the key exists already; expected key=value instead of +key=value");
-            return replace_value(edit, *chain.back(), chain.size() >= 2 ? chain[chain.size() - 2] : nullptr);
-        }
-        return insert_keys(edit, *chain.back(), std::vector<std::string>(segments.begin() + static_cast<std::ptrdiff_t>(depth), segments.end()));
+        return {chain, std::vector<std::string>(segments.begin() + static_cast<std::ptrdiff_t>(depth), segments.end())};
     }
 
-private:
     [[noreturn]] void fail(const Edit& edit, const std::string& why) const {
         throw InputError(m_origin + ": cannot set '" + edit.path + "': " + why);
     }
@@ -51,7 +80,7 @@ private:
         return key == node.keys.end() ? nullptr : &node.children[static_cast<std::size_t>(key - node.keys.begin())];
     }
 
-    std::string replace_value(const Edit& edit, const Node& node, const Node* parent) {
+    Splice replace_value(const Edit& edit, const Node& node, const Node* parent) const {
         if (node.from_alias)
             fail(edit, "its value comes from a YAML alias or merge key at line " + std::to_string(node.mark.line) +
                            "; edit the anchored value instead");
@@ -61,17 +90,17 @@ private:
         const std::string written = edit.value.to_yaml();
         if (node.kind == Node::Kind::null && parent != nullptr && parent->kind == Node::Kind::mapping) {
             const auto [start, end] = value_region_after_key(edit, node);
-            return splice(start, end, " " + written);
+            return {start, end, " " + written};
         }
         std::size_t start = 0;
         std::size_t end = 0;
         if (!scalar_span(m_text, node.mark, parent != nullptr && parent->flow, start, end))
             fail(edit, "it is a block scalar (| or >); edit it by hand");
-        return splice(start, end, written);
+        return {start, end, written};
     }
 
     /// The bytes after `key:` up to a comment or the end of the line.
-    std::pair<std::size_t, std::size_t> value_region_after_key(const Edit& edit, const Node& value) {
+    std::pair<std::size_t, std::size_t> value_region_after_key(const Edit& edit, const Node& value) const {
         std::size_t key_start = 0;
         std::size_t key_end = 0;
         scalar_span(m_text, value.key_mark, false, key_start, key_end);
@@ -84,7 +113,7 @@ private:
         return {colon + 1, end};
     }
 
-    std::string insert_keys(const Edit& edit, const Node& parent, const std::vector<std::string>& missing) {
+    std::string insert_keys(const Edit& edit, const Node& parent, const std::vector<std::string>& missing) const {
         for (const auto& segment : missing)
             if (segment.front() == '[') fail(edit, "list item " + segment + " does not exist");
         if (parent.from_alias) fail(edit, "its parent comes from a YAML alias; edit the anchored mapping instead");
@@ -94,7 +123,7 @@ private:
             const int indent = parent.children.empty() ? 0 : parent.children.front().key_mark.column;
             const auto at = &parent == &m_root ? m_text.size() : offset_of(m_text, parent.last_line + 1, 0);
             std::string prefix = (at > 0 && m_text[at - 1] != '\n') ? "\n" : "";
-            return splice(at, at, prefix + key_lines(missing, indent, edit.value));
+            return spliced(m_text, {{at, at, prefix + key_lines(missing, indent, edit.value)}});
         }
         if (parent.kind == Node::Kind::null) {
             const auto [start, end] = value_region_after_key(edit, parent);
@@ -117,12 +146,6 @@ private:
         return lines;
     }
 
-    [[nodiscard]] std::string splice(std::size_t start, std::size_t end, const std::string& replacement) const {
-        std::string text = m_text;
-        text.replace(start, end - start, replacement);
-        return text;
-    }
-
     const std::string& m_text;
     const Node& m_root;
     const std::string& m_origin;
@@ -131,9 +154,24 @@ private:
 }  // namespace
 
 Document Document::with_edits(const std::vector<Edit>& edits) const {
+    // Edits that rewrite existing values go in one pass and one parse (parsing dominates the cost
+    // of a candidate configuration); an edit that adds keys, or touches a key or bytes an earlier
+    // edit of the pass did, starts the next pass.
     Document current = *this;
-    for (const auto& edit : edits) {
-        std::string text = TextEditor(current.m_text, current.m_tree->root, m_origin).apply(edit);
+    std::size_t next = 0;
+    while (next < edits.size()) {
+        const TextEditor editor(current.m_text, current.m_tree->root, m_origin);
+        std::vector<Splice> pass;
+        std::vector<std::string_view> paths;
+        for (; next < edits.size(); ++next) {
+            const Edit& edit = edits[next];
+            if (std::find(paths.begin(), paths.end(), edit.path) != paths.end()) break;
+            auto splice = editor.replacement(edit);
+            if (!splice || std::any_of(pass.begin(), pass.end(), [&](const Splice& s) { return overlap(s, *splice); })) break;
+            pass.push_back(std::move(*splice));
+            paths.push_back(edit.path);
+        }
+        std::string text = pass.empty() ? editor.apply(edits[next++]) : spliced(current.m_text, std::move(pass));
         current = Document(std::move(text), m_origin, m_env_sections);
     }
     return current;

@@ -118,6 +118,18 @@ TEST(Recipe, EditsRewriteOnlyTheChangedValue) {
               "  empty: true\ntrainer:\n  devices: 8\n");
 }
 
+TEST(Recipe, EditsAppliedTogetherWriteWhatEditsOneByOneWrite) {
+    const std::string text = "model:\n  tp: 4\n  pp: 2  # stages\n  flow: {a: 1, b: 2}\n  empty:\ntrainer:\n  devices: 8\n";
+    const std::vector<Edit> edits{{"model.tp", Value::number(2)},         {"model.pp", Value::number(8)},
+                                  {"model.added", Value::boolean(true)},  {"model.tp", Value::number(1)},
+                                  {"model.flow.b", Value::number(3)},     {"model.flow.a", Value::number(5)},
+                                  {"model.empty", Value::string("x")},    {"trainer.devices", Value::number(4)}};
+    Document one_by_one = parse(text);
+    for (const auto& edit : edits) one_by_one = one_by_one.with_edits({edit});
+    EXPECT_EQ(parse(text).with_edits(edits).text(), one_by_one.text());
+    EXPECT_EQ(*one_by_one.find("model.tp"), Value::number(1)) << "the later edit of a key wins";
+}
+
 TEST(Recipe, EditsCreateMissingKeysWithTheSiblingsIndentation) {
     const std::string text = "model:\n    a: 1\n    optim:\n        lr: 0.1\ntrainer:\n    devices: 8\n";
     const auto edited = parse(text).with_edits({{"model.optim.overlap_grad_sync", Value::boolean(true)},
