@@ -206,11 +206,11 @@ std::optional<double> leading_number(std::string_view text, std::size_t& consume
 
 namespace {
 
-// The SIMD part of Needle::find_in: tests blocks of candidate starts for the two rare bytes
+// The SIMD part of Needle::find_in: tests 32 candidate starts at a time for the two rare bytes
 // (`needle[first_at]` and `needle[second_at]`) and compares the whole needle where both match. The
 // last block is moved back to end at `last_start` (starts already tested are masked off), so no
-// byte-by-byte tail is left; needs last_start + 1 >= the block width. Written out twice (AVX2,
-// SSE2): lambdas and templates would not inherit the AVX2 target.
+// byte-by-byte tail is left; needs last_start + 1 >= 32. Without AVX2 (or on shorter text)
+// find_in tests the two bytes one start at a time.
 #if defined(__x86_64__)
 std::size_t verify(const char* data, std::size_t start, std::uint64_t mask, std::string_view needle) {
     while (mask != 0) {
@@ -250,32 +250,6 @@ __attribute__((target("avx2"))) std::size_t find_avx2(const char* data, std::siz
     }
 }
 
-std::size_t find_sse2(const char* data, std::size_t last_start, std::string_view needle, std::size_t first_at, std::size_t second_at) {
-    constexpr std::size_t k_width = 16;
-    const __m128i want_first = _mm_set1_epi8(needle[first_at]);
-    const __m128i want_second = _mm_set1_epi8(needle[second_at]);
-    std::size_t start = 0;
-    for (;; start += k_width) {
-        const bool last = start + k_width > last_start;
-        const std::size_t at = last ? last_start + 1 - k_width : start;
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at + first_at));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at + second_at));
-        auto mask = static_cast<std::uint64_t>(
-            static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, want_first), _mm_cmpeq_epi8(b, want_second)))));
-        if (last) {
-            mask &= ~std::uint64_t{0} << (start - at);
-        }
-        if (mask != 0) {
-            if (const auto found = verify(data, at, mask, needle); found != std::string_view::npos) {
-                return found;
-            }
-        }
-        if (last) {
-            return std::string_view::npos;
-        }
-    }
-}
-
 const bool k_has_avx2 = __builtin_cpu_supports("avx2");
 #endif
 
@@ -294,9 +268,6 @@ std::size_t Needle::find_in(std::string_view text) const {
 #if defined(__x86_64__)
     if (k_has_avx2 && last_start >= 31) {
         return find_avx2(data, last_start, m_text, m_rare, m_rare2);
-    }
-    if (last_start >= 15) {
-        return find_sse2(data, last_start, m_text, m_rare, m_rare2);
     }
 #endif
     const char first = m_text[m_rare];
