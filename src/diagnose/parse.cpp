@@ -9,8 +9,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 namespace attune::diagnose {
 namespace {
@@ -91,6 +97,30 @@ constexpr std::size_t k_evidence_per_status = 5;
 constexpr std::size_t k_min_steady_steps = 3;
 constexpr std::uintmax_t k_max_reserved_steps = 64u << 20;
 
+constexpr std::size_t k_huge_page_min_bytes = 4u << 20;
+
+// Reserves room for `count` elements and asks the kernel to back the array with transparent huge
+// pages. The per-step arrays of a multi-GB log are touched page by page as it is read, and on the
+// bench's 2 GiB log the first-touch faults of 4 KiB pages took about half the parse time (perf);
+// a 2 MiB page takes one fault for 512. Only advice: where the kernel declines (THP off, another
+// system) nothing changes but the speed.
+template <typename T>
+void reserve_huge(std::vector<T>& values, std::size_t count) {
+    values.reserve(count);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const std::size_t bytes = values.capacity() * sizeof(T);
+    if (bytes < k_huge_page_min_bytes) {
+        return;
+    }
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(values.data()) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(values.data()) + bytes) & ~(page - 1);
+    if (end > begin) {
+        madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // NOLINT(performance-no-int-to-ptr)
+    }
+#endif
+}
+
 void set_field(StepRecord& record, Field field, double value) {
     switch (field) {
     case Field::step_time: record.step_time_s = value; break;
@@ -169,7 +199,9 @@ public:
     // Reserves room for the steps a log of this size can hold (a record is well over 128 bytes):
     // untouched reserved memory costs nothing, and the steps are not copied as they grow.
     void expect_bytes(std::uintmax_t bytes) {
-        m_steps.reserve(static_cast<std::size_t>(std::min<std::uintmax_t>(bytes / 128, k_max_reserved_steps)));
+        const auto steps = static_cast<std::size_t>(std::min<std::uintmax_t>(bytes / 128, k_max_reserved_steps));
+        reserve_huge(m_steps, steps);
+        reserve_huge(m_rank0, steps);
     }
 
     [[nodiscard]] bool recognised() const { return !m_dialect.empty() || !m_marker_dialect.empty() || !m_signs.empty(); }
@@ -327,7 +359,7 @@ private:
         if (m_index.empty() && (m_steps.empty() || record.step > m_steps.back().step)) {
             // the common case, a new highest step: no search
             m_steps.push_back(record);
-            m_ranks.push_back(rank);
+            m_rank0.push_back(rank == 0 ? 1 : 0);
             m_last_index = m_steps.size() - 1;
             return;
         }
@@ -335,13 +367,13 @@ private:
         if (!found) {
             add_index(record.step);
             m_steps.push_back(record);
-            m_ranks.push_back(rank);
+            m_rank0.push_back(rank == 0 ? 1 : 0);
             m_last_index = m_steps.size() - 1;
             return;
         }
-        if (rank == 0 && m_ranks[*found] != 0) {
+        if (rank == 0 && m_rank0[*found] == 0) {
             m_steps[*found] = record;
-            m_ranks[*found] = rank;
+            m_rank0[*found] = 1;
         }
         m_last_index = *found;
     }
@@ -503,7 +535,7 @@ private:
     std::string m_dialect;         // from the records (or --framework)
     std::string m_marker_dialect;  // from framework wording, used when no record is seen
     std::vector<StepRecord> m_steps;
-    std::vector<std::optional<int>> m_ranks;
+    std::vector<std::uint8_t> m_rank0;  // per step: 1 when rank 0 printed the record kept
     std::unordered_map<long long, std::size_t> m_index;
     std::size_t m_last_index = 0;
     std::size_t m_records_seen = 0;  // record lines, duplicates included
