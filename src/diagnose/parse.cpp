@@ -143,7 +143,9 @@ bool contains_any(std::string_view line, const std::vector<detail::Needle>& need
     return std::any_of(needles.begin(), needles.end(), [&](const auto& n) { return detail::contains(line, n); });
 }
 
-double median_of_values(std::vector<double> values) {
+// The median of `values`, which are reordered (nth_element keeps them as a multiset: a caller that
+// needs the values but not their order can go on using them).
+double median_in_place(std::vector<double>& values) {
     const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
     std::nth_element(values.begin(), middle, values.end());
     if (values.size() % 2 == 1) {
@@ -151,6 +153,8 @@ double median_of_values(std::vector<double> values) {
     }
     return (*std::max_element(values.begin(), middle) + *middle) / 2.0;
 }
+
+double median_of_values(std::vector<double> values) { return median_in_place(values); }
 
 // The state of one parse: the chosen record format, the steps so far and the failure signs.
 class Parser {
@@ -568,59 +572,16 @@ const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
     throw InputError(message);
 }
 
-double median(std::vector<double> values) { return median_of_values(std::move(values)); }
-
-using Steps = std::vector<const StepRecord*>;
-
-template <typename Member>
-std::vector<double> column(const Steps& steps, Member member) {
-    std::vector<double> values;
-    values.reserve(steps.size());
-    for (const auto* step : steps) {
-        if (const auto& value = step->*member; value && std::isfinite(*value)) {
-            values.push_back(*value);
-        }
-    }
-    return values;
-}
-
-// Relative spread: median absolute deviation over the median.
-std::optional<double> noise_of(const std::vector<double>& values) {
+// Relative spread: median absolute deviation over the median `centre` of `values`. The values are
+// overwritten by their deviations: a multi-GB log has millions of steps, and no copy is made.
+std::optional<double> noise_in_place(std::vector<double>& values, double centre) {
     if (values.size() < 2) {
         return std::nullopt;
     }
-    const auto centre = median(values);
-    std::vector<double> deviations;
-    deviations.reserve(values.size());
-    for (const auto v : values) {
-        deviations.push_back(std::abs(v - centre));
+    for (auto& v : values) {
+        v = std::abs(v - centre);
     }
-    return centre == 0.0 ? std::nullopt : std::optional<double>(median(deviations) / centre);
-}
-
-// The steady steps: the first (warm-up: compilation, allocator growth) is dropped, then any whose
-// step time (or throughput) is more than twice or less than half the median (restarts, async artefacts).
-Steps steady_steps(const std::vector<StepRecord>& steps) {
-    if (steps.size() < 2) {
-        return {};
-    }
-    Steps rest;
-    rest.reserve(steps.size() - 1);
-    for (auto it = steps.begin() + 1; it != steps.end(); ++it) {
-        rest.push_back(&*it);
-    }
-    const bool by_time = std::any_of(rest.begin(), rest.end(), [](const StepRecord* r) { return r->step_time_s && std::isfinite(*r->step_time_s); });
-    const auto member = by_time ? &StepRecord::step_time_s : &StepRecord::tokens_per_s_per_gpu;
-    const auto values = column(rest, member);
-    if (values.empty()) {
-        return rest;
-    }
-    const auto centre = median(values);
-    std::erase_if(rest, [&](const StepRecord* r) {
-        const auto& v = r->*member;
-        return v && (*v > 2.0 * centre || *v < 0.5 * centre);
-    });
-    return rest;
+    return centre == 0.0 ? std::nullopt : std::optional<double>(median_in_place(values) / centre);
 }
 
 }  // namespace
@@ -639,32 +600,62 @@ const std::vector<std::string>& dialect_names() {
 }
 
 void summarise(RunMetrics& metrics) {
-    const auto steady = steady_steps(metrics.steps);
+    // The steady steps: the first (warm-up: compilation, allocator growth) is dropped, then any whose
+    // step time (or throughput) is more than twice or less than half the median (restarts, async
+    // artefacts). A multi-GB log has millions of steps: the columns are read in one pass, without a
+    // list of the steady steps, and one buffer serves first for the median and then for step times.
+    const auto& steps = metrics.steps;
     metrics.steady = {};
-    metrics.steady.steps_used = steady.size();
-    // One pass over the steady steps for all three columns: a multi-GB log has millions of steps.
+    std::size_t used = 0;
     std::vector<double> times;
     std::vector<double> tokens;
     std::vector<double> tflops;
-    times.reserve(steady.size());
-    for (const auto* step : steady) {
-        for (auto [value, out] : {std::pair{&step->step_time_s, &times}, std::pair{&step->tokens_per_s_per_gpu, &tokens},
-                                  std::pair{&step->tflops_per_gpu, &tflops}}) {
-            if (*value && std::isfinite(**value)) {
-                out->push_back(**value);
+    if (steps.size() >= 2) {
+        const auto first = steps.begin() + 1;
+        const auto count = steps.size() - 1;
+        const bool by_time = std::any_of(first, steps.end(), [](const StepRecord& r) { return r.step_time_s && std::isfinite(*r.step_time_s); });
+        const auto member = by_time ? &StepRecord::step_time_s : &StepRecord::tokens_per_s_per_gpu;
+        std::vector<double> values;
+        reserve_huge(values, count);
+        for (auto it = first; it != steps.end(); ++it) {
+            if (const auto& value = (*it).*member; value && std::isfinite(*value)) {
+                values.push_back(*value);
+            }
+        }
+        const auto centre = values.empty() ? std::nullopt : std::optional<double>(median_in_place(values));
+        times = std::move(values);
+        times.clear();
+        reserve_huge(tokens, count);
+        reserve_huge(tflops, count);
+        for (auto it = first; it != steps.end(); ++it) {
+            const auto& step = *it;
+            if (const auto& v = step.*member; centre && v && (*v > 2.0 * *centre || *v < 0.5 * *centre)) {
+                continue;
+            }
+            ++used;
+            for (auto [value, out] : {std::pair{&step.step_time_s, &times}, std::pair{&step.tokens_per_s_per_gpu, &tokens},
+                                      std::pair{&step.tflops_per_gpu, &tflops}}) {
+                if (*value && std::isfinite(**value)) {
+                    out->push_back(**value);
+                }
             }
         }
     }
-    const auto median_or_null = [](const std::vector<double>& values) {
-        return values.empty() ? std::nullopt : std::optional<double>(median(values));
+    metrics.steady.steps_used = used;
+    const auto median_or_null = [](std::vector<double>& values) {
+        return values.empty() ? std::nullopt : std::optional<double>(median_in_place(values));
     };
     metrics.steady.step_time_s = median_or_null(times);
     metrics.steady.tokens_per_s_per_gpu = median_or_null(tokens);
     metrics.steady.tflops_per_gpu = median_or_null(tflops);
-    metrics.steady.noise = noise_of(!times.empty() ? times : tokens);
-    if (metrics.status == Status::ok && steady.size() < k_min_steady_steps) {
+    if (!times.empty()) {
+        metrics.steady.noise = noise_in_place(times, *metrics.steady.step_time_s);
+    } else if (!tokens.empty()) {
+        metrics.steady.noise = noise_in_place(tokens, *metrics.steady.tokens_per_s_per_gpu);
+    }
+    if (metrics.status == Status::ok && used < k_min_steady_steps) {
         metrics.status = Status::too_short;
-        metrics.evidence.push_back({0, std::to_string(steady.size()) + " steady steps, fewer than " + std::to_string(k_min_steady_steps)});
+        metrics.evidence.push_back({0, std::to_string(used) + " steady steps, fewer than " + std::to_string(k_min_steady_steps)});
     }
 }
 
