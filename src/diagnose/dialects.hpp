@@ -108,6 +108,10 @@ const std::vector<DialectSpec>& dialect_specs();
 /// `nan`, `inf`; nullopt when the key is absent or no number follows.
 std::optional<double> number_after(std::string_view line, const Needle& key, Part part = Part::value);
 
+/// number_after for the hot path: true and `value` set when a number follows the key. A bool and an
+/// out-parameter, because an optional<double> return cost store-forwarding stalls on every field.
+bool read_number_after(std::string_view line, const Needle& key, Part part, double& value);
+
 /// The `N` of a tqdm counter `N/TOTAL [` on the line, if any.
 std::optional<long long> bar_counter(std::string_view line);
 

@@ -273,11 +273,11 @@ private:
 
     std::optional<long long> step_of(const DialectSpec& spec, std::string_view line) const {
         if (!spec.step_key.empty()) {
-            const auto value = detail::number_after(line, spec.step_key);
-            if (!value || !std::isfinite(*value)) {
+            double value = 0;
+            if (!detail::read_number_after(line, spec.step_key, detail::Part::value, value) || !std::isfinite(value)) {
                 return std::nullopt;
             }
-            return static_cast<long long>(*value);
+            return static_cast<long long>(value);
         }
         if (spec.step_from_bar) {
             return detail::bar_counter(line);
@@ -314,8 +314,8 @@ private:
         for (const auto& field : spec->fields) {
             const auto bit = 1u << static_cast<unsigned>(field.field);
             if ((filled & bit) == 0) {
-                if (const auto value = detail::number_after(line, field.key, field.part)) {
-                    set_field(record, field.field, *value * field.scale);
+                if (double value = 0; detail::read_number_after(line, field.key, field.part, value)) {
+                    set_field(record, field.field, value * field.scale);
                     filled |= bit;
                 }
             }
