@@ -220,10 +220,17 @@ namespace {
 // byte-by-byte tail is left; needs last_start + 1 >= 32. Without AVX2 (or on shorter text)
 // find_in tests the two bytes one start at a time.
 #if defined(__x86_64__)
-std::size_t verify(const char* data, std::size_t start, std::uint64_t mask, std::string_view needle) {
+// `head`: the needle's first 8 bytes as a little-endian word (x86), used when the needle has 8 or more.
+std::size_t verify(const char* data, std::size_t start, std::uint64_t mask, std::string_view needle, std::uint64_t head) {
     while (mask != 0) {
         const auto offset = start + static_cast<std::size_t>(__builtin_ctzll(mask));
-        if (std::memcmp(data + offset, needle.data(), needle.size()) == 0) {
+        if (needle.size() >= 8) {
+            std::uint64_t word = 0;
+            std::memcpy(&word, data + offset, sizeof word);
+            if (word == head && std::memcmp(data + offset + 8, needle.data() + 8, needle.size() - 8) == 0) {
+                return offset;
+            }
+        } else if (std::memcmp(data + offset, needle.data(), needle.size()) == 0) {
             return offset;
         }
         mask &= mask - 1;
@@ -232,7 +239,7 @@ std::size_t verify(const char* data, std::size_t start, std::uint64_t mask, std:
 }
 
 __attribute__((target("avx2"))) std::size_t find_avx2(const char* data, std::size_t last_start, std::string_view needle,
-                                                      std::size_t first_at, std::size_t second_at) {
+                                                      std::size_t first_at, std::size_t second_at, std::uint64_t head) {
     constexpr std::size_t k_width = 32;
     const __m256i want_first = _mm256_set1_epi8(needle[first_at]);
     const __m256i want_second = _mm256_set1_epi8(needle[second_at]);
@@ -248,7 +255,7 @@ __attribute__((target("avx2"))) std::size_t find_avx2(const char* data, std::siz
             mask &= ~std::uint64_t{0} << (start - at);
         }
         if (mask != 0) {
-            if (const auto found = verify(data, at, mask, needle); found != std::string_view::npos) {
+            if (const auto found = verify(data, at, mask, needle, head); found != std::string_view::npos) {
                 return found;
             }
         }
@@ -275,7 +282,7 @@ std::size_t Needle::find_in(std::string_view text) const {
     const std::size_t last_start = text.size() - length;
 #if defined(__x86_64__)
     if (k_has_avx2 && last_start >= 31) {
-        return find_avx2(data, last_start, m_text, m_rare, m_rare2);
+        return find_avx2(data, last_start, m_text, m_rare, m_rare2, m_head);
     }
 #endif
     const char first = m_text[m_rare];

@@ -4,6 +4,7 @@
 #include <attune/diagnose/run_metrics.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -24,7 +25,8 @@ enum class Part { value, parenthesised_if_any };
 class Needle {
 public:
     constexpr Needle() = default;
-    constexpr Needle(std::string_view text) : m_text(text), m_rare(rarest(text, text.size())), m_rare2(second_rarest(text, m_rare)) {}  // NOLINT(google-explicit-constructor): tables spell needles as literals
+    constexpr Needle(std::string_view text)
+        : m_text(text), m_rare(rarest(text, text.size())), m_rare2(second_rarest(text, m_rare)), m_head(head_of(text)) {}  // NOLINT(google-explicit-constructor): tables spell needles as literals
     constexpr Needle(const char* text) : Needle(std::string_view(text)) {}            // NOLINT(google-explicit-constructor)
 
     /// The offset of the first occurrence in `text`, or npos; an empty needle is found at 0.
@@ -61,9 +63,20 @@ private:
         return text.size() < 2 ? first : rarest(text, first);
     }
 
+    // The first 8 bytes as a little-endian word (0 for a shorter needle): a candidate is checked
+    // with one load and compare before memcmp looks at the rest.
+    static constexpr std::uint64_t head_of(std::string_view text) {
+        std::uint64_t head = 0;
+        for (std::size_t i = 0; text.size() >= 8 && i < 8; ++i) {
+            head |= static_cast<std::uint64_t>(static_cast<unsigned char>(text[i])) << (8 * i);
+        }
+        return head;
+    }
+
     std::string_view m_text;
     std::size_t m_rare = 0;
     std::size_t m_rare2 = 0;
+    std::uint64_t m_head = 0;
 };
 
 /// One `key <sep> number` field of a record and the factor that converts it to attune's unit.
