@@ -166,8 +166,9 @@ public:
         narrow_candidates();
     }
 
-    void feed(std::string_view line, std::size_t line_number) {
-        if (line.find('\x1b') != std::string_view::npos) {
+    /// One line; `has_escape`: it holds ESC (LineReader::has_escape), so colour escapes are dropped first.
+    void feed(std::string_view line, std::size_t line_number, bool has_escape) {
+        if (has_escape) {
             line = without_ansi(line);
         }
         if (m_marker_dialect.empty() && m_dialect.empty()) {
@@ -673,7 +674,7 @@ RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std:
         LineReader reader(path);
         std::string_view line;
         while (reader.next(line)) {
-            parser.feed(line, reader.line_number());
+            parser.feed(line, reader.line_number(), reader.has_escape());
         }
     }
     if (hang.after_s && hang.now) {
