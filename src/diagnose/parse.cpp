@@ -96,6 +96,7 @@ constexpr double k_silence_intervals = 20;
 constexpr std::size_t k_evidence_per_status = 5;
 constexpr std::size_t k_min_steady_steps = 3;
 constexpr std::uintmax_t k_max_reserved_steps = 64u << 20;
+static_assert(sizeof(StepRecord) == 64, "a step record stays one cache line: logs hold millions");
 
 constexpr std::size_t k_huge_page_min_bytes = 4u << 20;
 
