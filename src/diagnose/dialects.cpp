@@ -88,9 +88,11 @@ bool continues_number(std::string_view text, std::size_t i) {
 
 // The common case of leading_number in one pass without copying: `D+[.D*][(e|E)[+-]D+]` that ends
 // where leading_number would stop, with at most 15 digits and a decimal exponent within +-22, read
-// by Clinger's fast path (as exact_decimal). nullopt sends the text to the general path (separators,
-// a leading '.', many digits), which gives the same value for these.
-std::optional<double> plain_decimal(std::string_view text, std::size_t& consumed) {
+// by Clinger's fast path (as exact_decimal). false sends the text to the general path (separators,
+// a leading '.', many digits), which gives the same value for these. The hot helpers return a bool
+// and write the value: an optional<double> return went through the stack in a way that stalled
+// store forwarding twice per number (perf, about a quarter of the parse time on the bench log).
+bool plain_decimal(std::string_view text, std::size_t& consumed, double& result) {
     static constexpr std::array<double, 23> k_powers = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                                         1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
     const char* const begin = text.data();
@@ -103,7 +105,7 @@ std::optional<double> plain_decimal(std::string_view text, std::size_t& consumed
     }
     const auto whole_digits = at - begin;
     if (whole_digits == 0) {
-        return std::nullopt;
+        return false;
     }
     int exponent = 0;
     if (at != end && *at == '.') {
@@ -116,7 +118,7 @@ std::optional<double> plain_decimal(std::string_view text, std::size_t& consumed
         exponent = -static_cast<int>(at - fraction);
     }
     if (whole_digits - exponent > 15) {
-        return std::nullopt;
+        return false;
     }
     if (at != end && (*at == 'e' || *at == 'E')) {
         const char* power_at = at + 1;
@@ -129,21 +131,23 @@ std::optional<double> plain_decimal(std::string_view text, std::size_t& consumed
             ++power_at;
         }
         if (power_at == power_begin) {
-            return std::nullopt;
+            return false;
         }
         exponent += negative ? -power : power;
         at = power_at;
     }
     if (continues_number(text, static_cast<std::size_t>(at - begin)) || exponent < -22 || exponent > 22) {
-        return std::nullopt;
+        return false;
     }
     consumed = static_cast<std::size_t>(at - begin);
     const auto value = static_cast<double>(mantissa);
-    return exponent >= 0 ? value * k_powers[static_cast<std::size_t>(exponent)] : value / k_powers[static_cast<std::size_t>(-exponent)];
+    result = exponent >= 0 ? value * k_powers[static_cast<std::size_t>(exponent)] : value / k_powers[static_cast<std::size_t>(-exponent)];
+    return true;
 }
 
-// Parses a number at the start of `text`, dropping thousands separators; `consumed` gets its length.
-std::optional<double> leading_number(std::string_view text, std::size_t& consumed) {
+// Parses a number at the start of `text` into `result`, dropping thousands separators; `consumed`
+// gets its length. false (and neither written) when no number starts there.
+bool leading_number(std::string_view text, std::size_t& consumed, double& result) {
     std::size_t i = 0;
     bool negative = false;
     if (i < text.size() && (text[i] == '-' || text[i] == '+')) {
@@ -155,15 +159,17 @@ std::optional<double> leading_number(std::string_view text, std::size_t& consume
         const std::array letters{lower(i), lower(i + 1), lower(i + 2)};
         const std::string_view word(letters.data(), letters.size());
         if (word != "nan" && word != "inf") {
-            return std::nullopt;
+            return false;
         }
         consumed = i + 3;
         const double special = word == "nan" ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-        return negative ? -special : special;
+        result = negative ? -special : special;
+        return true;
     }
-    if (const auto plain = plain_decimal(text.substr(i), consumed)) {
+    if (double plain = 0; plain_decimal(text.substr(i), consumed, plain)) {
         consumed += i;
-        return negative ? -*plain : *plain;
+        result = negative ? -plain : plain;
+        return true;
     }
     // Digits are copied without thousands separators into a small buffer for from_chars.
     std::array<char, 64> digits{};
@@ -191,31 +197,40 @@ std::optional<double> leading_number(std::string_view text, std::size_t& consume
     }
     if (const auto exact = exact_decimal(std::string_view(digits.data(), used))) {
         consumed = i;
-        return negative ? -*exact : *exact;
+        result = negative ? -*exact : *exact;
+        return true;
     }
     double value = 0;
     const auto [end, error] = std::from_chars(digits.data(), digits.data() + used, value);
     if (used == 0 || error != std::errc{} || end == digits.data()) {
-        return std::nullopt;
+        return false;
     }
     consumed = i;
-    return negative ? -value : value;
+    result = negative ? -value : value;
+    return true;
 }
 
 }  // namespace
 
 namespace {
 
-// The SIMD part of Needle::find_in: tests blocks of candidate starts for the two rare bytes
+// The SIMD part of Needle::find_in: tests 32 candidate starts at a time for the two rare bytes
 // (`needle[first_at]` and `needle[second_at]`) and compares the whole needle where both match. The
 // last block is moved back to end at `last_start` (starts already tested are masked off), so no
-// byte-by-byte tail is left; needs last_start + 1 >= the block width. Written out twice (AVX2,
-// SSE2): lambdas and templates would not inherit the AVX2 target.
+// byte-by-byte tail is left; needs last_start + 1 >= 32. Without AVX2 (or on shorter text)
+// find_in tests the two bytes one start at a time.
 #if defined(__x86_64__)
-std::size_t verify(const char* data, std::size_t start, std::uint64_t mask, std::string_view needle) {
+// `head`: the needle's first 8 bytes as a little-endian word (x86), used when the needle has 8 or more.
+std::size_t verify(const char* data, std::size_t start, std::uint64_t mask, std::string_view needle, std::uint64_t head) {
     while (mask != 0) {
         const auto offset = start + static_cast<std::size_t>(__builtin_ctzll(mask));
-        if (std::memcmp(data + offset, needle.data(), needle.size()) == 0) {
+        if (needle.size() >= 8) {
+            std::uint64_t word = 0;
+            std::memcpy(&word, data + offset, sizeof word);
+            if (word == head && std::memcmp(data + offset + 8, needle.data() + 8, needle.size() - 8) == 0) {
+                return offset;
+            }
+        } else if (std::memcmp(data + offset, needle.data(), needle.size()) == 0) {
             return offset;
         }
         mask &= mask - 1;
@@ -224,7 +239,7 @@ std::size_t verify(const char* data, std::size_t start, std::uint64_t mask, std:
 }
 
 __attribute__((target("avx2"))) std::size_t find_avx2(const char* data, std::size_t last_start, std::string_view needle,
-                                                      std::size_t first_at, std::size_t second_at) {
+                                                      std::size_t first_at, std::size_t second_at, std::uint64_t head) {
     constexpr std::size_t k_width = 32;
     const __m256i want_first = _mm256_set1_epi8(needle[first_at]);
     const __m256i want_second = _mm256_set1_epi8(needle[second_at]);
@@ -240,33 +255,7 @@ __attribute__((target("avx2"))) std::size_t find_avx2(const char* data, std::siz
             mask &= ~std::uint64_t{0} << (start - at);
         }
         if (mask != 0) {
-            if (const auto found = verify(data, at, mask, needle); found != std::string_view::npos) {
-                return found;
-            }
-        }
-        if (last) {
-            return std::string_view::npos;
-        }
-    }
-}
-
-std::size_t find_sse2(const char* data, std::size_t last_start, std::string_view needle, std::size_t first_at, std::size_t second_at) {
-    constexpr std::size_t k_width = 16;
-    const __m128i want_first = _mm_set1_epi8(needle[first_at]);
-    const __m128i want_second = _mm_set1_epi8(needle[second_at]);
-    std::size_t start = 0;
-    for (;; start += k_width) {
-        const bool last = start + k_width > last_start;
-        const std::size_t at = last ? last_start + 1 - k_width : start;
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at + first_at));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + at + second_at));
-        auto mask = static_cast<std::uint64_t>(
-            static_cast<std::uint32_t>(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, want_first), _mm_cmpeq_epi8(b, want_second)))));
-        if (last) {
-            mask &= ~std::uint64_t{0} << (start - at);
-        }
-        if (mask != 0) {
-            if (const auto found = verify(data, at, mask, needle); found != std::string_view::npos) {
+            if (const auto found = verify(data, at, mask, needle, head); found != std::string_view::npos) {
                 return found;
             }
         }
@@ -293,10 +282,7 @@ std::size_t Needle::find_in(std::string_view text) const {
     const std::size_t last_start = text.size() - length;
 #if defined(__x86_64__)
     if (k_has_avx2 && last_start >= 31) {
-        return find_avx2(data, last_start, m_text, m_rare, m_rare2);
-    }
-    if (last_start >= 15) {
-        return find_sse2(data, last_start, m_text, m_rare, m_rare2);
+        return find_avx2(data, last_start, m_text, m_rare, m_rare2, m_head);
     }
 #endif
     const char first = m_text[m_rare];
@@ -309,10 +295,10 @@ std::size_t Needle::find_in(std::string_view text) const {
     return std::string_view::npos;
 }
 
-std::optional<double> number_after(std::string_view line, const Needle& key, Part part) {
+bool read_number_after(std::string_view line, const Needle& key, Part part, double& value) {
     const auto at = find(line, key);
     if (at == std::string_view::npos) {
-        return std::nullopt;
+        return false;
     }
     auto rest = line.substr(at + key.size());
     // The separators between a key and its value: a loop, as string_view::find_first_not_of calls
@@ -323,18 +309,25 @@ std::optional<double> number_after(std::string_view line, const Needle& key, Par
         ++skip;
     }
     if (skip == rest.size()) {
-        return std::nullopt;
+        return false;
     }
     rest.remove_prefix(skip);
     std::size_t consumed = 0;
-    auto value = leading_number(rest, consumed);
-    if (value && part == Part::parenthesised_if_any && consumed < rest.size() && rest[consumed] == '(') {
+    if (!leading_number(rest, consumed, value)) {
+        return false;
+    }
+    if (part == Part::parenthesised_if_any && consumed < rest.size() && rest[consumed] == '(') {
         std::size_t inner = 0;
-        if (auto per_gpu = leading_number(rest.substr(consumed + 1), inner)) {
-            return per_gpu;
+        if (double per_gpu = 0; leading_number(rest.substr(consumed + 1), inner, per_gpu)) {
+            value = per_gpu;
         }
     }
-    return value;
+    return true;
+}
+
+std::optional<double> number_after(std::string_view line, const Needle& key, Part part) {
+    double value = 0;
+    return read_number_after(line, key, part, value) ? std::optional<double>(value) : std::nullopt;
 }
 
 std::optional<long long> bar_counter(std::string_view line) {

@@ -3,12 +3,14 @@
 #include <attune/core/error.hpp>
 
 #include <cstring>
+#include <limits>
 #include <system_error>
 
 namespace attune::diagnose {
 namespace {
 constexpr std::size_t k_buffer_size = 1u << 20;
-}
+constexpr std::size_t k_unknown = std::numeric_limits<std::size_t>::max();
+}  // namespace
 
 LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line)
     : m_max_line(max_line), m_buffer(k_buffer_size) {
@@ -33,9 +35,19 @@ bool LineReader::fill() {
         return false;
     }
     m_begin = 0;
+    m_next_cr = k_unknown;
+    m_next_escape = k_unknown;
     m_end = std::fread(m_buffer.data(), 1, m_buffer.size(), m_file);
     m_eof = m_end == 0;
     return !m_eof;
+}
+
+std::size_t LineReader::next_in_block(char byte, std::size_t& cached) const {
+    if (cached == k_unknown || cached < m_begin) {
+        const auto* found = static_cast<const char*>(std::memchr(m_buffer.data() + m_begin, byte, m_end - m_begin));
+        cached = found != nullptr ? static_cast<std::size_t>(found - m_buffer.data()) : m_end;
+    }
+    return cached;
 }
 
 bool LineReader::next_piece(std::string_view& piece, bool& line_ended) {
@@ -52,7 +64,9 @@ bool LineReader::next_piece(std::string_view& piece, bool& line_ended) {
         const auto available = m_end - m_begin;
         const auto* newline = static_cast<const char*>(std::memchr(start, '\n', available));
         auto length = newline != nullptr ? static_cast<std::size_t>(newline - start) : available;
-        const auto* carriage = static_cast<const char*>(std::memchr(start, '\r', length));
+        // '\r' is looked for once per block, not once per line: most logs have none.
+        const auto next_cr = next_in_block('\r', m_next_cr);
+        const char* carriage = next_cr < m_begin + length ? m_buffer.data() + next_cr : nullptr;
         if (carriage != nullptr) {
             length = static_cast<std::size_t>(carriage - start);
         }
@@ -60,6 +74,7 @@ bool LineReader::next_piece(std::string_view& piece, bool& line_ended) {
         if (ends_here && m_line.empty()) {
             // the whole piece lies in the buffer: no copy
             piece = std::string_view(start, std::min(length, m_max_line));
+            m_piece_escape = next_in_block('\x1b', m_next_escape) < m_begin + piece.size();
         } else {
             // Bytes beyond the cap are skipped, not kept: memory stays bounded on 1 MB lines.
             if (m_line.size() < m_max_line) {
@@ -93,6 +108,8 @@ bool LineReader::next(std::string_view& line) {
     if (!next_piece(line, line_ended)) {
         return false;
     }
+    // A piece assembled (or copied) in m_line is looked at whole; one in the buffer was checked there.
+    m_escape = line.data() == m_line.data() ? std::memchr(line.data(), '\x1b', line.size()) != nullptr : m_piece_escape;
     if (m_at_line_start) {
         ++m_line_number;
     }

@@ -26,10 +26,16 @@ public:
     bool next(std::string_view& line);
     /// The 1-based number of the physical line last returned.
     [[nodiscard]] std::size_t line_number() const { return m_line_number; }
+    /// Whether the line last returned holds an ESC byte (an ANSI colour escape starts there). The
+    /// buffer is scanned for ESC once per block, not once per line.
+    [[nodiscard]] bool has_escape() const { return m_escape; }
 
 private:
     bool fill();
     bool next_piece(std::string_view& piece, bool& line_ended);
+    // The buffer offset of the first `byte` at or after m_begin (m_end when none); `cached` keeps
+    // the answer while it lies ahead, so a block is scanned for each byte about once.
+    std::size_t next_in_block(char byte, std::size_t& cached) const;
 
     std::FILE* m_file = nullptr;
     std::size_t m_max_line;
@@ -40,6 +46,10 @@ private:
     std::string m_line;          // a line or '\r' piece that spans buffer refills (capped)
     bool m_at_line_start = true;  // the next piece starts a new physical line
     std::size_t m_line_number = 0;
+    std::size_t m_next_cr = 0;       // next_in_block's answers for '\r' and ESC (reset by fill())
+    std::size_t m_next_escape = 0;
+    bool m_piece_escape = false;     // the piece taken from the buffer holds ESC
+    bool m_escape = false;           // the line last returned holds ESC
 };
 
 }  // namespace attune::diagnose

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,16 +22,41 @@ struct Evidence {
     std::string text;
 };
 
-/// The metrics a framework printed for one optimisation step, in normalised units; empty where not printed.
+/// A std::optional<double> in 8 bytes instead of 16, for the per-step fields a multi-GB log holds by
+/// the million: "absent" is one signalling-NaN bit pattern, which neither parsing nor arithmetic
+/// produces (a printed nan is a quiet NaN and stays a value). Reads as std::optional<double> does
+/// (has_value, explicit bool, *, value_or) and converts to one.
+class OptionalDouble {
+public:
+    constexpr OptionalDouble() = default;
+    constexpr OptionalDouble(std::nullopt_t) {}                 // NOLINT(google-explicit-constructor): as std::optional
+    constexpr OptionalDouble(double value) : m_value(value) {}  // NOLINT(google-explicit-constructor): as std::optional
+
+    [[nodiscard]] constexpr bool has_value() const { return std::bit_cast<std::uint64_t>(m_value) != k_absent; }
+    constexpr explicit operator bool() const { return has_value(); }
+    /// The value; only meaningful when has_value().
+    constexpr double operator*() const { return m_value; }
+    [[nodiscard]] constexpr double value_or(double fallback) const { return has_value() ? m_value : fallback; }
+    constexpr operator std::optional<double>() const {  // NOLINT(google-explicit-constructor): reads as the optional it stands for
+        return has_value() ? std::optional<double>(m_value) : std::nullopt;
+    }
+
+private:
+    static constexpr std::uint64_t k_absent = 0x7ff4'0000'0000'a75eULL;  // exponent all ones, quiet bit clear
+    double m_value = std::bit_cast<double>(k_absent);
+};
+
+/// The metrics a framework printed for one optimisation step, in normalised units; empty where not
+/// printed. 64 bytes: a 2 GiB log holds millions of these.
 struct StepRecord {
     long long step = 0;
-    std::optional<double> step_time_s;
-    std::optional<double> tokens_per_s_per_gpu;
-    std::optional<double> tflops_per_gpu;
-    std::optional<double> loss;        ///< a printed nan/inf is kept as NaN/inf
-    std::optional<double> grad_norm;
-    std::optional<double> memory_gib;  ///< per-step peak, GiB
-    bool loss_printed = false;         ///< the record had a loss field (possibly nan)
+    OptionalDouble step_time_s;
+    OptionalDouble tokens_per_s_per_gpu;
+    OptionalDouble tflops_per_gpu;
+    OptionalDouble loss;        ///< a printed nan/inf is kept as NaN/inf
+    OptionalDouble grad_norm;
+    OptionalDouble memory_gib;  ///< per-step peak, GiB
+    bool loss_printed = false;  ///< the record had a loss field (possibly nan)
 };
 
 /// Steady-state figures over the steps left after warm-up and outliers are discarded.

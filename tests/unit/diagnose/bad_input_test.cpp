@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <string>
+#include <tuple>
+#include <vector>
 
 namespace attune::diagnose {
 namespace {
@@ -105,6 +108,47 @@ TEST(DiagnoseLineReader, CapsLongLinesAndSplitsCarriageReturns) {
     const std::vector<std::pair<std::string, std::size_t>> want = {
         {"aaaaaaaaaa", 1}, {"bar 1", 2}, {"bar 2", 2}, {"last", 3}};
     EXPECT_EQ(lines, want);
+}
+
+// The reader looks for '\r' and ESC once per 1 MiB block rather than once per line: across several
+// blocks, with both bytes at random places (block edges included), it gives the pieces, line
+// numbers and has_escape() that a plain split of the whole text gives.
+TEST(DiagnoseLineReader, BlockScansForCarriageReturnAndEscapeMatchAPlainSplit) {
+    std::mt19937 random(4);
+    std::string content;
+    while (content.size() < (5u << 19)) {
+        const auto length = random() % 300;
+        for (std::size_t i = 0; i < length; ++i) {
+            const auto pick = random() % 100;
+            content += pick == 0 ? '\x1b' : pick == 1 ? '\r' : static_cast<char>('a' + pick % 26);
+        }
+        content += '\n';
+    }
+    std::vector<std::tuple<std::string, std::size_t, bool>> want;
+    std::size_t number = 1;
+    std::string piece;
+    for (std::size_t i = 0; i < content.size(); ++i) {
+        const char c = content[i];
+        if (c != '\r' && c != '\n') {
+            piece += c;
+            continue;
+        }
+        want.emplace_back(piece, number, piece.find('\x1b') != std::string::npos);
+        piece.clear();
+        if (c == '\n' || (i + 1 < content.size() && content[i + 1] == '\n')) {
+            i += c == '\r' ? 1 : 0;
+            ++number;
+        }
+    }
+    const TempLog log(content);
+    LineReader reader(log.path());
+    std::vector<std::tuple<std::string, std::size_t, bool>> got;
+    std::string_view line;
+    while (reader.next(line)) {
+        got.emplace_back(std::string(line), reader.line_number(), reader.has_escape());
+    }
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want);
 }
 
 }  // namespace

@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -24,8 +28,13 @@ TEST(DiagnoseNeedle, FindsWhatStringViewFindFinds) {
         return text;
     };
     for (int round = 0; round < 20000; ++round) {
-        const auto haystack = text_of(random() % 120);
-        const auto needle_text = text_of(1 + random() % 6);
+        auto haystack = text_of(random() % 120);
+        // up to 12 bytes: needles of 8 or more are checked by their first word before memcmp
+        const auto needle_text = text_of(1 + random() % 12);
+        if (round % 2 == 0 && haystack.size() >= needle_text.size()) {
+            // planted, so that long needles are found too, not only missed
+            haystack.replace(random() % (haystack.size() - needle_text.size() + 1), needle_text.size(), needle_text);
+        }
         const Needle needle(needle_text);
         ASSERT_EQ(needle.find_in(haystack), std::string_view(haystack).find(needle_text)) << '"' << haystack << "\" / \"" << needle_text << '"';
     }
@@ -53,6 +62,23 @@ TEST(DiagnoseNeedle, PlainDecimalsReadAsFromCharsReadsThem) {
     EXPECT_EQ(number_after("tps: 12,345 |", "tps"), 12345.0);
     EXPECT_EQ(number_after("loss: .5", "loss"), 0.5);
     EXPECT_TRUE(std::isnan(*number_after("loss: nan", "loss")));
+}
+
+// StepRecord's 8-byte optional: a printed nan or inf is a value, only "never set" is absent.
+TEST(DiagnoseOptionalDouble, KeepsNanAndInfAsValuesAndConvertsToOptional) {
+    const OptionalDouble absent;
+    EXPECT_FALSE(absent.has_value());
+    EXPECT_FALSE(static_cast<std::optional<double>>(absent).has_value());
+    EXPECT_EQ(absent.value_or(2.5), 2.5);
+    for (const double value : {0.0, -0.0, 1.5, std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN(),
+                               std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+        const OptionalDouble set = value;
+        ASSERT_TRUE(set.has_value()) << value;
+        const std::optional<double> wide = set;
+        ASSERT_TRUE(wide.has_value());
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(*wide), std::bit_cast<std::uint64_t>(value));
+    }
+    EXPECT_FALSE(OptionalDouble(std::nullopt).has_value());
 }
 
 TEST(DiagnoseNeedle, TimestampsAreSecondsSinceTheEpoch) {
