@@ -51,11 +51,14 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     settings.world_seed = world_seed;
     settings.preflight_verdicts = campaign::policy_uses_preflight(policy_name) || request.random_preflight;
     settings.max_levers = campaign::policy_max_levers(policy_name);
+    settings.llm = request.policy_options.llm;
+    settings.llm_url = request.policy_options.llm_url;
+    settings.no_skills = request.policy_options.no_skills;
     const fs::path dir =
         request.work_dir / safe(fmt::format("{}-{}-s{}-w{}", entry.name, policy_name, seed, world_seed));
     auto opened = campaign::create(dir, settings);
     const auto& ctx = opened.context;
-    campaign::PolicyOptions options;
+    auto options = request.policy_options;
     options.name = policy_name, options.seed = seed;
     auto policy = campaign::make_policy(options, ctx);
     auto backend = campaign::make_backend(ctx);
@@ -168,10 +171,11 @@ std::vector<SuiteEntry> load_suite(const fs::path& dir) {
 
 std::vector<Run> run(const Request& request, const std::function<void(const Run&)>& progress) {
     for (const auto& name : request.policies) {
-        campaign::PolicyOptions options;
+        auto options = request.policy_options;
         options.name = name;
         campaign::check_policy(options);
     }
+    fs::create_directories(request.work_dir);  // only once the policies are known to work
     std::vector<Run> runs;
     for (const auto& entry : request.suite)
         for (const auto& policy : request.policies)

@@ -1,5 +1,7 @@
 // Black-box: `attune bench` on a one-recipe suite with a tiny budget: the JSON document's shape,
-// figures that make sense, the plot, and bad input.
+// figures that make sense, the plot, the llm policy against a loopback server, and bad input.
+#include "../support/chat_responses.hpp"
+#include "../support/loopback_server.hpp"
 #include "../support/run.hpp"
 
 #include <gtest/gtest.h>
@@ -10,8 +12,12 @@
 
 namespace {
 
+namespace fs = std::filesystem;
+using attune::test_support::all_files_text;
+using attune::test_support::LoopbackServer;
 using attune::test_support::run_attune;
 using attune::test_support::TempDir;
+using attune::test_support::tool_call;
 using nlohmann::json;
 
 std::string examples() { return std::string(ATTUNE_SOURCE_DIR) + "/examples"; }
@@ -59,6 +65,56 @@ TEST(BenchCli, PrintsTheIssuesJsonShapeWithSaneFiguresAndAPlot) {
     text << in.rdbuf();
     EXPECT_NE(text.str().find("<svg"), std::string::npos);
     EXPECT_NE(text.str().find("polyline"), std::string::npos);
+}
+
+TEST(BenchCli, RunsTheLlmPolicyAgainstAnHttpServerAndNoKeyReachesOutput) {
+    constexpr const char* secret = "sk-bench-secret-90e7d2";
+    LoopbackServer server;
+    server.enqueue(tool_call("propose_change",
+                             R"({"edits": {"model.optim.overlap_grad_sync": true}, "rationale": "hide the reduce-scatter"})"));
+    server.enqueue(tool_call("stop", R"({"reason": "the remaining levers are small"})"));
+    const TempDir dir;
+    dir.write("suite/suite.yaml",
+              "- recipe: " + examples() + "/recipes/nemo-llama3-8b-h100.yaml\n  name: llama3-8b\n");
+    const auto campaigns = dir.path() / "campaigns";
+    const auto result = run_attune({"bench", "--suite", (dir.path() / "suite").string(), "--budget", "25gpuh",
+                                    "--policies", "rules,llm", "--seeds", "1", "--llm", "openai:test-model",
+                                    "--llm-url", server.url() + "/v1", "--llm-timeout", "30", "--campaigns",
+                                    campaigns.string(), "--json"},
+                                   {}, {std::string("OPENAI_API_KEY=") + secret});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const json doc = json::parse(result.out);
+    EXPECT_EQ(doc["policies"], json::array({"rules", "llm"}));
+    const auto& llm = doc["recipes"][0]["policies"]["llm"];
+    EXPECT_EQ(llm["runs"], 1);
+    EXPECT_GE(llm["mean_tokens_per_s_per_gpu"].get<double>(),
+              doc["recipes"][0]["baseline_tokens_per_s_per_gpu"].get<double>())
+        << "the agent's best is the baseline or better";
+    EXPECT_GE(llm["launches"].get<int>(), 2) << "the baseline and the agent's proposal";
+    EXPECT_TRUE(doc["summary"].contains("llm"));
+
+    const auto requests = server.requests();
+    ASSERT_EQ(requests.size(), 2U) << "one proposal, then the scripted stop";
+    EXPECT_EQ(requests.front().target, "/v1/chat/completions");
+    EXPECT_NE(requests.front().header("Authorization").find(secret), std::string::npos)
+        << "the key goes to the provider";
+    EXPECT_NE(requests.front().body.find("test-model"), std::string::npos);
+    const auto written = all_files_text(campaigns);
+    EXPECT_NE(written.find("llm-exchange"), std::string::npos) << "the llm campaign journals its chat calls";
+    EXPECT_NE(written.find("the model stopped"), std::string::npos);
+    EXPECT_EQ(result.out.find(secret), std::string::npos) << "an API key reached stdout";
+    EXPECT_EQ(result.err.find(secret), std::string::npos) << "an API key reached stderr";
+    EXPECT_EQ(written.find(secret), std::string::npos) << "an API key reached a campaign folder";
+}
+
+TEST(BenchCli, LlmWithoutAModelIsAUsageErrorBeforeAnyFolderIsWritten) {
+    const TempDir dir;
+    const auto campaigns = dir.path() / "campaigns";
+    const auto result = run_attune({"bench", "--suite", examples() + "/recipes", "--policies", "rules,llm",
+                                    "--campaigns", campaigns.string()});
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("--llm PROVIDER:MODEL"), std::string::npos) << result.err;
+    EXPECT_FALSE(fs::exists(campaigns));
 }
 
 TEST(BenchCli, RefusesAnUnknownPolicyABadBudgetAndAnEmptySuite) {
