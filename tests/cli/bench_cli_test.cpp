@@ -22,6 +22,36 @@ using nlohmann::json;
 
 std::string examples() { return std::string(ATTUNE_SOURCE_DIR) + "/examples"; }
 
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+/// The cells of a Markdown table row, trimmed.
+std::vector<std::string> cells_of(const std::string& row) {
+    std::vector<std::string> cells;
+    std::istringstream in(row);
+    std::string cell;
+    std::getline(in, cell, '|');  // before the first bar
+    while (std::getline(in, cell, '|')) {
+        const auto first = cell.find_first_not_of(' '), last = cell.find_last_not_of(' ');
+        cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+    }
+    return cells;
+}
+
+/// The number after `label` in `attune sim oracle`'s output ("baseline: 1474 tokens/s/GPU").
+std::string oracle_figure(const std::string& out, const std::string& label) {
+    const auto at = out.find(label);
+    if (at == std::string::npos) return "?";
+    std::istringstream in(out.substr(at + label.size()));
+    std::string number;
+    in >> number;
+    return number;
+}
+
 TEST(BenchCli, PrintsTheIssuesJsonShapeWithSaneFiguresAndAPlot) {
     const TempDir dir;
     dir.write("suite/suite.yaml",
@@ -115,6 +145,60 @@ TEST(BenchCli, LlmWithoutAModelIsAUsageErrorBeforeAnyFolderIsWritten) {
     EXPECT_EQ(result.exit_code, 2);
     EXPECT_NE(result.err.find("--llm PROVIDER:MODEL"), std::string::npos) << result.err;
     EXPECT_FALSE(fs::exists(campaigns));
+}
+
+TEST(BenchCli, ATwoRecipeSuitePrintsItsTablesWithTheFiguresOfSimOracleAndOneProgressLinePerCampaign) {
+    const std::string suite = std::string(ATTUNE_FIXTURES) + "/bench";
+    const auto result = run_attune({"bench", "--suite", suite, "--seeds", "1"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto lines = lines_of(result.out);
+    ASSERT_GE(lines.size(), 2U + 8U + 1U + 2U + 4U) << result.out;
+    EXPECT_EQ(lines[0],
+              "| recipe | cluster | baseline tok/s/GPU | oracle | policy | mean tok/s/GPU | stdev | of oracle | "
+              "GPU-h to 95% | failed launches | refusals |");
+
+    struct Expected {
+        std::string name, cluster, recipe, cluster_path;
+    };
+    const std::vector<Expected> recipes{
+        {"llama3-70b h100 tuned", "p5-h100.yaml", examples() + "/bench/nemo-llama3-70b-h100-tuned.yaml",
+         examples() + "/clusters/p5-h100.yaml"},
+        {"llama3.1-405b h100 recipe on b200", "p6-b200-16nodes.yaml",
+         examples() + "/bench/nemo-llama31-405b-h100-recipe-on-b200.yaml",
+         examples() + "/bench/clusters/p6-b200-16nodes.yaml"}};
+    for (std::size_t i = 0; i < recipes.size(); ++i) {
+        const auto& expected = recipes[i];
+        // A recipe's first row names it, its cluster, its own throughput and the oracle's; then one
+        // row per policy, in the order of --policies.
+        const auto first = cells_of(lines[2 + 4 * i]);
+        ASSERT_EQ(first.size(), 11U) << lines[2 + 4 * i];
+        EXPECT_EQ(first[0], expected.name);
+        EXPECT_EQ(first[1], expected.cluster);
+        const auto oracle =
+            run_attune({"sim", "oracle", expected.recipe, "--cluster", expected.cluster_path});
+        ASSERT_EQ(oracle.exit_code, 0) << oracle.err;
+        EXPECT_EQ(first[2], oracle_figure(oracle.out, "baseline:")) << "the recipe's own throughput";
+        EXPECT_EQ(first[3], oracle_figure(oracle.out, "best:")) << "the oracle of the same world";
+        const std::vector<std::string> policies{"rules", "random", "bayes", "grid"};
+        for (std::size_t p = 0; p < policies.size(); ++p) {
+            const auto row = cells_of(lines[2 + 4 * i + p]);
+            ASSERT_EQ(row.size(), 11U) << lines[2 + 4 * i + p];
+            EXPECT_EQ(row[4], policies[p]);
+            if (p > 0) EXPECT_EQ(row[0], "") << "the recipe is named once";
+            EXPECT_GT(std::stod(row[5]), 0) << policies[p] << " ends with a configuration that runs";
+            EXPECT_EQ(row[6], "0") << "one seed has no spread";
+        }
+    }
+    EXPECT_EQ(lines[10], "");
+    EXPECT_EQ(cells_of(lines[11]).front(), "policy");
+    for (std::size_t p = 0; p < 4; ++p) EXPECT_EQ(cells_of(lines[13 + p]).size(), 8U) << lines[13 + p];
+
+    // stderr: one line per campaign as it ends, naming it.
+    int progress = 0;
+    for (const auto& line : lines_of(result.err)) progress += line.find(" / seed 1 / world ") != std::string::npos;
+    EXPECT_EQ(progress, 8) << result.err;
+    EXPECT_NE(result.err.find("llama3.1-405b h100 recipe on b200 / grid / seed 1"), std::string::npos)
+        << result.err;
 }
 
 TEST(BenchCli, RefusesAnUnknownPolicyABadBudgetAndAnEmptySuite) {
