@@ -39,8 +39,12 @@ std::string safe(std::string text) {
     return text;
 }
 
+/// The oracle's best of each (suite entry, world seed): the same for every policy and campaign seed,
+/// so it is searched once (its search is most of a short campaign's time).
+using Oracles = std::map<std::pair<const SuiteEntry*, std::uint64_t>, double>;
+
 Run run_one(const Request& request, const SuiteEntry& entry, const std::string& policy_name,
-            std::uint64_t seed, std::uint64_t world_seed) {
+            std::uint64_t seed, std::uint64_t world_seed, Oracles& oracles) {
     campaign::Settings settings;
     settings.recipe = entry.recipe;
     settings.cluster_file = entry.cluster;
@@ -51,11 +55,14 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     settings.world_seed = world_seed;
     settings.preflight_verdicts = campaign::policy_uses_preflight(policy_name) || request.random_preflight;
     settings.max_levers = campaign::policy_max_levers(policy_name);
+    settings.llm = request.policy_options.llm;
+    settings.llm_url = request.policy_options.llm_url;
+    settings.no_skills = request.policy_options.no_skills;
     const fs::path dir =
         request.work_dir / safe(fmt::format("{}-{}-s{}-w{}", entry.name, policy_name, seed, world_seed));
     auto opened = campaign::create(dir, settings);
     const auto& ctx = opened.context;
-    campaign::PolicyOptions options;
+    auto options = request.policy_options;
     options.name = policy_name, options.seed = seed;
     auto policy = campaign::make_policy(options, ctx);
     auto backend = campaign::make_backend(ctx);
@@ -65,10 +72,14 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     const sim::World world(world_seed);
     Run r;
     r.recipe = entry.name, r.policy = policy_name, r.seed = seed, r.world_seed = world_seed;
-    const auto in = sim::from_recipe(ctx.original, *ctx.adapter, ctx.cluster);
-    r.oracle_tokens_per_s_per_gpu =
-        sim::run_oracle(world, in.hardware, in.model, in.layout, sim::lever_space(*ctx.adapter))
-            .best_tokens_per_s_per_gpu;
+    const auto [oracle, first] = oracles.try_emplace({&entry, world_seed}, 0.0);
+    if (first) {
+        const auto in = sim::from_recipe(ctx.original, *ctx.adapter, ctx.cluster);
+        oracle->second =
+            sim::run_oracle(world, in.hardware, in.model, in.layout, sim::lever_space(*ctx.adapter))
+                .best_tokens_per_s_per_gpu;
+    }
+    r.oracle_tokens_per_s_per_gpu = oracle->second;
     r.baseline_tokens_per_s_per_gpu = true_throughput(ctx, {}, world);
     r.true_tokens_per_s_per_gpu = true_throughput(ctx, record.best().view.edits, world);
     double spent = 0, incumbent = 0;
@@ -168,16 +179,18 @@ std::vector<SuiteEntry> load_suite(const fs::path& dir) {
 
 std::vector<Run> run(const Request& request, const std::function<void(const Run&)>& progress) {
     for (const auto& name : request.policies) {
-        campaign::PolicyOptions options;
+        auto options = request.policy_options;
         options.name = name;
         campaign::check_policy(options);
     }
+    fs::create_directories(request.work_dir);  // only once the policies are known to work
     std::vector<Run> runs;
+    Oracles oracles;
     for (const auto& entry : request.suite)
         for (const auto& policy : request.policies)
             for (int seed = 1; seed <= request.seeds; ++seed)
                 for (const auto world_seed : request.world_seeds) {
-                    runs.push_back(run_one(request, entry, policy, std::uint64_t(seed), world_seed));
+                    runs.push_back(run_one(request, entry, policy, std::uint64_t(seed), world_seed, oracles));
                     if (progress) progress(runs.back());
                 }
     return runs;

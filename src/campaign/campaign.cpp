@@ -48,8 +48,13 @@ public:
           m_interrupted(interrupted) {}
 
     CampaignRecord run() {
+        // The journal is the truth; each event is folded into the record once, as it is appended
+        // (folding the whole journal at every stage made a long campaign quadratic).
+        CampaignRecord record = fold(m_journal.events());
+        std::size_t folded = m_journal.events().size();
         for (;;) {
-            CampaignRecord record = fold(m_journal.events());
+            fold_more(record, m_journal.events(), folded);
+            folded = m_journal.events().size();
             if (record.end || m_interrupted.load()) return record;
             if (TrialRecord* open = open_trial(record)) advance(record, *open);
             else next(record);

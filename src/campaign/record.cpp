@@ -129,7 +129,12 @@ CampaignRecord fold(const std::vector<nlohmann::json>& events) {
     if (events.empty() || events.front().value("type", "") != "campaign-start")
         throw InputError("the journal does not begin with a campaign-start event");
     record.start = events.front();
-    for (std::size_t i = 1; i < events.size(); ++i) {
+    fold_more(record, events, 1);
+    return record;
+}
+
+void fold_more(CampaignRecord& record, const std::vector<nlohmann::json>& events, std::size_t from) {
+    for (std::size_t i = from; i < events.size(); ++i) {
         const auto& e = events[i];
         const std::string type = e.value("type", "");
         if (type == "trial-proposed") on_proposed(record, e);
@@ -144,7 +149,6 @@ CampaignRecord fold(const std::vector<nlohmann::json>& events) {
         else if (type == "llm-fallback") ++record.llm_fallbacks;
         else if (type == "campaign-end") record.end = e;
     }
-    return record;
 }
 
 nlohmann::json to_json(const policy::Measurement& m) {

@@ -3,6 +3,7 @@
 
 #include <attune/campaign/budget.hpp>
 #include <attune/cli/command.hpp>
+#include <attune/cli/llm_options.hpp>
 #include <attune/core/error.hpp>
 #include <attune/core/paths.hpp>
 #include <attune/sim/world.hpp>
@@ -30,6 +31,7 @@ struct BenchOptions {
     std::vector<std::uint64_t> world_seeds;
     int trial_steps = 0;
     bool preflight = false;
+    LlmOptions llm;
     std::string campaigns;
     std::string plot;
     bool json = false;
@@ -59,13 +61,13 @@ int execute(const BenchOptions& o) {
     request.world_seeds =
         o.world_seeds.empty() ? std::vector<std::uint64_t>{sim::k_default_world_seed} : o.world_seeds;
     request.random_preflight = o.preflight;
+    request.policy_options = policy_options("", 1, o.llm);  // name and seed are set per campaign
     if (o.trial_steps != 0) request.trial_steps = o.trial_steps;
     TempDir work;
     if (!o.campaigns.empty())
         work.path = o.campaigns, work.keep = true;
     else
         work.path = fs::temp_directory_path() / fmt::format("attune-bench-{}", ::getpid());
-    fs::create_directories(work.path);
     request.work_dir = work.path;
 
     const auto started = std::chrono::steady_clock::now();
@@ -100,7 +102,10 @@ const Registration k_registration{
             ->add_option("--budget", options->budget,
                          "GPU-time budget of each campaign: 200gpuh, 200 gpu-h, 12000gpumin")
             ->capture_default_str();
-        bench->add_option("--policies", options->policies, "Comma-separated policies")->capture_default_str();
+        bench
+            ->add_option("--policies", options->policies,
+                         "Comma-separated policies: rules, random, bayes, grid, llm")
+            ->capture_default_str();
         bench
             ->add_option("--seeds", options->seeds, "Campaign seeds (run-to-run noise) per recipe and policy")
             ->capture_default_str();
@@ -111,6 +116,7 @@ const Registration k_registration{
         bench->add_option("--trial-steps", options->trial_steps, "Steps per trial (default: 30)");
         bench->add_flag("--preflight", options->preflight,
                         "Judge random search's proposals by the memory estimate too");
+        add_llm_options(*bench, options->llm, "--policies ...,llm");
         bench->add_option("--campaigns", options->campaigns,
                           "Keep the campaign folders here (default: a temporary folder, removed)");
         bench->add_option("--plot", options->plot, "Write best-so-far throughput against GPU-hours as SVG");

@@ -2,6 +2,7 @@
 #include <attune/campaign/campaign.hpp>
 #include <attune/campaign/factories.hpp>
 #include <attune/cli/command.hpp>
+#include <attune/cli/llm_options.hpp>
 #include <attune/core/error.hpp>
 #include <attune/launch/slurm.hpp>
 #include <attune/report/report.hpp>
@@ -33,10 +34,7 @@ struct TuneOptions {
     std::string gate_policy;
     std::uint64_t seed = 1;
     std::uint64_t world_seed = 0;
-    std::string llm;
-    std::string llm_url;
-    bool no_skills = false;
-    double llm_timeout_s = 0;
+    LlmOptions llm;
     bool preflight = false;
     bool json = false;
     std::string max_queue_wait;
@@ -53,11 +51,6 @@ fs::path default_campaign_dir(const std::string& recipe) {
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
     return fs::path("attune-campaigns") / fmt::format("{}-{}", fs::path(recipe).stem().string(), stamp);
-}
-
-campaign::PolicyOptions policy_options(const TuneOptions& o, std::uint64_t seed) {
-    return {.name = o.policy, .llm = o.llm, .llm_url = o.llm_url, .no_skills = o.no_skills, .seed = seed,
-            .llm_timeout_s = o.llm_timeout_s};
 }
 
 campaign::Opened open_campaign(const TuneOptions& o) {
@@ -77,12 +70,12 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     if (!o.gate_policy.empty()) settings.gate_policy = o.gate_policy;
     settings.seed = o.seed;
     settings.world_seed = o.world_seed;
-    settings.llm = o.llm;
-    settings.llm_url = o.llm_url;
-    settings.no_skills = o.no_skills;
+    settings.llm = o.llm.llm;
+    settings.llm_url = o.llm.llm_url;
+    settings.no_skills = o.llm.no_skills;
     settings.preflight_verdicts = o.preflight || campaign::policy_uses_preflight(o.policy);
     settings.max_levers = campaign::policy_max_levers(o.policy);
-    campaign::check_policy(policy_options(o, o.seed));  // refuse a bad policy or backend before anything is written
+    campaign::check_policy(policy_options(o.policy, o.seed, o.llm));  // refuse a bad policy or backend before anything is written
     if (!o.max_queue_wait.empty()) {
         const auto seconds = launch::slurm::parse_time(o.max_queue_wait);
         if (!seconds || *seconds <= 0)
@@ -97,8 +90,7 @@ int execute(const TuneOptions& options) {
     auto opened = open_campaign(options);
     const auto& context = opened.context;
     // On --resume the campaign's own LLM settings apply unless given again.
-    auto options_for_policy = policy_options(options, context.seed);
-    options_for_policy.name = context.policy;
+    auto options_for_policy = policy_options(context.policy, context.seed, options.llm);
     if (options_for_policy.llm.empty()) options_for_policy.llm = context.llm;
     if (options_for_policy.llm_url.empty()) options_for_policy.llm_url = context.llm_url;
     options_for_policy.no_skills = options_for_policy.no_skills || context.no_skills;
@@ -148,11 +140,7 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     tune->add_option("--gate-policy", options->gate_policy, "Gate policy file over gate/policy.default.yaml");
     tune->add_option("--seed", options->seed, "Seed of the trials' run-to-run noise");
     tune->add_option("--world-seed", options->world_seed, "sim backend: which simulated world (hidden factors)");
-    tune->add_option("--llm", options->llm, "--policy llm: PROVIDER:MODEL (openai, anthropic, bedrock)");
-    tune->add_option("--llm-url", options->llm_url, "--policy llm: base URL as the provider's SDK takes it");
-    tune->add_option("--llm-timeout", options->llm_timeout_s, "--policy llm: seconds per HTTP attempt (default 120)")
-        ->check(CLI::PositiveNumber);
-    tune->add_flag("--no-skills", options->no_skills, "--policy llm: without the skill set (ablation)");
+    add_llm_options(*tune, options->llm, "--policy llm");
     tune->add_flag("--preflight", options->preflight, "--policy random: judge its proposals by the memory estimate too");
     tune->add_flag("--json", options->json, "Print the result as one JSON document");
     tune->fallthrough();  // -q before or after the subcommand

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 
 namespace attune::recipe {
 
@@ -151,9 +152,31 @@ private:
     const std::string& m_origin;
 };
 
+/// What with_edits's result depends on: the text, its origin and environment sections, and each
+/// edit's path, create flag and value as written.
+std::string edits_key(const std::string& text, const std::string& origin,
+                      const std::vector<std::string>& env_sections, const std::vector<Edit>& edits) {
+    std::string key = origin + '\0' + text + '\0';
+    for (const auto& section : env_sections) key += section + '\n';
+    for (const auto& edit : edits) {
+        key += '\0';
+        key += edit.path;
+        key += edit.create ? "\n+" : "\n=";
+        key += edit.value.to_yaml();
+    }
+    return key;
+}
+
 }  // namespace
 
 Document Document::with_edits(const std::vector<Edit>& edits) const {
+    // A campaign applies the same edits to the same recipe several times per trial (gate, preflight,
+    // launch, measurement): remember recent results. Documents are immutable, so a remembered one is
+    // as good as a new one.
+    constexpr std::size_t k_remembered = 64;
+    thread_local std::unordered_map<std::string, Document> remembered;
+    const std::string key = edits_key(m_text, m_origin, m_env_sections, edits);
+    if (const auto found = remembered.find(key); found != remembered.end()) return found->second;
     // Edits that rewrite existing values go in one pass and one parse (parsing dominates the cost
     // of a candidate configuration); an edit that adds keys, or touches a key or bytes an earlier
     // edit of the pass did, starts the next pass.
@@ -172,8 +195,12 @@ Document Document::with_edits(const std::vector<Edit>& edits) const {
             paths.push_back(edit.path);
         }
         std::string text = pass.empty() ? editor.apply(edits[next++]) : spliced(current.m_text, std::move(pass));
+        // Values written as they already are leave the text, hence the document, as it was.
+        if (text == current.m_text) continue;
         current = Document(std::move(text), m_origin, m_env_sections);
     }
+    if (remembered.size() >= k_remembered) remembered.clear();
+    remembered.emplace(key, current);
     return current;
 }
 

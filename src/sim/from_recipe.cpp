@@ -48,7 +48,10 @@ std::optional<std::filesystem::path> local_config(const std::string& name, const
 
 ModelShape model_of(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c) {
     ModelShape m;
-    if (const auto* name = r.find("model.pretrained_model_name_or_path"); name && !name->is_null()) {
+    // from_pretrained names the model itself; from_config (benchmarks: no weights) names it in its config.
+    const auto* name = r.find("model.pretrained_model_name_or_path");
+    if (!name || name->is_null()) name = r.find("model.config.pretrained_model_name_or_path");
+    if (name && !name->is_null()) {
         if (auto config = local_config(name->to_string(), r.origin())) m = model_from_config(*config);
         else if (auto known = find_model(name->to_string())) m = *known;
         else throw InputError(fmt::format("{}: model {} is not in the simulator's catalogue and is not a local folder with a "
@@ -57,6 +60,7 @@ ModelShape model_of(const recipe::Document& r, const gate::Adapter& a, const clu
     m.layers = quantity_or(r, a, c, "layers", m.layers), m.hidden = quantity_or(r, a, c, "hidden", m.hidden);
     m.ffn = quantity_or(r, a, c, "ffn", m.ffn), m.heads = quantity_or(r, a, c, "heads", m.heads);
     m.kv_heads = quantity_or(r, a, c, "kv_heads", m.kv_heads ? m.kv_heads : m.heads);
+    m.head_dim = quantity_or(r, a, c, "head_dim", m.head_dim);
     m.vocab = quantity_or(r, a, c, "vocab", m.vocab), m.experts = quantity_or(r, a, c, "experts", m.experts);
     m.topk = quantity_or(r, a, c, "topk", m.topk), m.moe_ffn = quantity_or(r, a, c, "moe_ffn", m.moe_ffn);
     m.seq_len = quantity_or(r, a, c, "seq_len", 4096);

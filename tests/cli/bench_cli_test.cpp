@@ -1,5 +1,7 @@
 // Black-box: `attune bench` on a one-recipe suite with a tiny budget: the JSON document's shape,
-// figures that make sense, the plot, and bad input.
+// figures that make sense, the plot, the llm policy against a loopback server, and bad input.
+#include "../support/chat_responses.hpp"
+#include "../support/loopback_server.hpp"
 #include "../support/run.hpp"
 
 #include <gtest/gtest.h>
@@ -10,11 +12,45 @@
 
 namespace {
 
+namespace fs = std::filesystem;
+using attune::test_support::all_files_text;
+using attune::test_support::LoopbackServer;
 using attune::test_support::run_attune;
 using attune::test_support::TempDir;
+using attune::test_support::tool_call;
 using nlohmann::json;
 
 std::string examples() { return std::string(ATTUNE_SOURCE_DIR) + "/examples"; }
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+/// The cells of a Markdown table row, trimmed.
+std::vector<std::string> cells_of(const std::string& row) {
+    std::vector<std::string> cells;
+    std::istringstream in(row);
+    std::string cell;
+    std::getline(in, cell, '|');  // before the first bar
+    while (std::getline(in, cell, '|')) {
+        const auto first = cell.find_first_not_of(' '), last = cell.find_last_not_of(' ');
+        cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+    }
+    return cells;
+}
+
+/// The number after `label` in `attune sim oracle`'s output ("baseline: 1474 tokens/s/GPU").
+std::string oracle_figure(const std::string& out, const std::string& label) {
+    const auto at = out.find(label);
+    if (at == std::string::npos) return "?";
+    std::istringstream in(out.substr(at + label.size()));
+    std::string number;
+    in >> number;
+    return number;
+}
 
 TEST(BenchCli, PrintsTheIssuesJsonShapeWithSaneFiguresAndAPlot) {
     const TempDir dir;
@@ -59,6 +95,110 @@ TEST(BenchCli, PrintsTheIssuesJsonShapeWithSaneFiguresAndAPlot) {
     text << in.rdbuf();
     EXPECT_NE(text.str().find("<svg"), std::string::npos);
     EXPECT_NE(text.str().find("polyline"), std::string::npos);
+}
+
+TEST(BenchCli, RunsTheLlmPolicyAgainstAnHttpServerAndNoKeyReachesOutput) {
+    constexpr const char* secret = "sk-bench-secret-90e7d2";
+    LoopbackServer server;
+    server.enqueue(tool_call("propose_change",
+                             R"({"edits": {"model.optim.overlap_grad_sync": true}, "rationale": "hide the reduce-scatter"})"));
+    server.enqueue(tool_call("stop", R"({"reason": "the remaining levers are small"})"));
+    const TempDir dir;
+    dir.write("suite/suite.yaml",
+              "- recipe: " + examples() + "/recipes/nemo-llama3-8b-h100.yaml\n  name: llama3-8b\n");
+    const auto campaigns = dir.path() / "campaigns";
+    const auto result = run_attune({"bench", "--suite", (dir.path() / "suite").string(), "--budget", "25gpuh",
+                                    "--policies", "rules,llm", "--seeds", "1", "--llm", "openai:test-model",
+                                    "--llm-url", server.url() + "/v1", "--llm-timeout", "30", "--campaigns",
+                                    campaigns.string(), "--json"},
+                                   {}, {std::string("OPENAI_API_KEY=") + secret});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const json doc = json::parse(result.out);
+    EXPECT_EQ(doc["policies"], json::array({"rules", "llm"}));
+    const auto& llm = doc["recipes"][0]["policies"]["llm"];
+    EXPECT_EQ(llm["runs"], 1);
+    EXPECT_GE(llm["mean_tokens_per_s_per_gpu"].get<double>(),
+              doc["recipes"][0]["baseline_tokens_per_s_per_gpu"].get<double>())
+        << "the agent's best is the baseline or better";
+    EXPECT_GE(llm["launches"].get<int>(), 2) << "the baseline and the agent's proposal";
+    EXPECT_TRUE(doc["summary"].contains("llm"));
+
+    const auto requests = server.requests();
+    ASSERT_EQ(requests.size(), 2U) << "one proposal, then the scripted stop";
+    EXPECT_EQ(requests.front().target, "/v1/chat/completions");
+    EXPECT_NE(requests.front().header("Authorization").find(secret), std::string::npos)
+        << "the key goes to the provider";
+    EXPECT_NE(requests.front().body.find("test-model"), std::string::npos);
+    const auto written = all_files_text(campaigns);
+    EXPECT_NE(written.find("llm-exchange"), std::string::npos) << "the llm campaign journals its chat calls";
+    EXPECT_NE(written.find("the model stopped"), std::string::npos);
+    EXPECT_EQ(result.out.find(secret), std::string::npos) << "an API key reached stdout";
+    EXPECT_EQ(result.err.find(secret), std::string::npos) << "an API key reached stderr";
+    EXPECT_EQ(written.find(secret), std::string::npos) << "an API key reached a campaign folder";
+}
+
+TEST(BenchCli, LlmWithoutAModelIsAUsageErrorBeforeAnyFolderIsWritten) {
+    const TempDir dir;
+    const auto campaigns = dir.path() / "campaigns";
+    const auto result = run_attune({"bench", "--suite", examples() + "/recipes", "--policies", "rules,llm",
+                                    "--campaigns", campaigns.string()});
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("--llm PROVIDER:MODEL"), std::string::npos) << result.err;
+    EXPECT_FALSE(fs::exists(campaigns));
+}
+
+TEST(BenchCli, ATwoRecipeSuitePrintsItsTablesWithTheFiguresOfSimOracleAndOneProgressLinePerCampaign) {
+    const std::string suite = std::string(ATTUNE_FIXTURES) + "/bench";
+    const auto result = run_attune({"bench", "--suite", suite, "--seeds", "1"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto lines = lines_of(result.out);
+    ASSERT_GE(lines.size(), 2U + 8U + 1U + 2U + 4U) << result.out;
+    EXPECT_EQ(lines[0],
+              "| recipe | cluster | baseline tok/s/GPU | oracle | policy | mean tok/s/GPU | stdev | of oracle | "
+              "GPU-h to 95% | failed launches | refusals |");
+
+    struct Expected {
+        std::string name, cluster, recipe, cluster_path;
+    };
+    const std::vector<Expected> recipes{
+        {"llama3-70b h100 tuned", "p5-h100.yaml", examples() + "/bench/nemo-llama3-70b-h100-tuned.yaml",
+         examples() + "/clusters/p5-h100.yaml"},
+        {"llama3.1-405b h100 recipe on b200", "p6-b200-16nodes.yaml",
+         examples() + "/bench/nemo-llama31-405b-h100-recipe-on-b200.yaml",
+         examples() + "/bench/clusters/p6-b200-16nodes.yaml"}};
+    for (std::size_t i = 0; i < recipes.size(); ++i) {
+        const auto& expected = recipes[i];
+        // A recipe's first row names it, its cluster, its own throughput and the oracle's; then one
+        // row per policy, in the order of --policies.
+        const auto first = cells_of(lines[2 + 4 * i]);
+        ASSERT_EQ(first.size(), 11U) << lines[2 + 4 * i];
+        EXPECT_EQ(first[0], expected.name);
+        EXPECT_EQ(first[1], expected.cluster);
+        const auto oracle =
+            run_attune({"sim", "oracle", expected.recipe, "--cluster", expected.cluster_path});
+        ASSERT_EQ(oracle.exit_code, 0) << oracle.err;
+        EXPECT_EQ(first[2], oracle_figure(oracle.out, "baseline:")) << "the recipe's own throughput";
+        EXPECT_EQ(first[3], oracle_figure(oracle.out, "best:")) << "the oracle of the same world";
+        const std::vector<std::string> policies{"rules", "random", "bayes", "grid"};
+        for (std::size_t p = 0; p < policies.size(); ++p) {
+            const auto row = cells_of(lines[2 + 4 * i + p]);
+            ASSERT_EQ(row.size(), 11U) << lines[2 + 4 * i + p];
+            EXPECT_EQ(row[4], policies[p]);
+            if (p > 0) EXPECT_EQ(row[0], "") << "the recipe is named once";
+            EXPECT_GT(std::stod(row[5]), 0) << policies[p] << " ends with a configuration that runs";
+            EXPECT_EQ(row[6], "0") << "one seed has no spread";
+        }
+    }
+    EXPECT_EQ(lines[10], "");
+    EXPECT_EQ(cells_of(lines[11]).front(), "policy");
+    for (std::size_t p = 0; p < 4; ++p) EXPECT_EQ(cells_of(lines[13 + p]).size(), 8U) << lines[13 + p];
+
+    // stderr: one line per campaign as it ends, naming it.
+    int progress = 0;
+    for (const auto& line : lines_of(result.err)) progress += line.find(" / seed 1 / world ") != std::string::npos;
+    EXPECT_EQ(progress, 8) << result.err;
+    EXPECT_NE(result.err.find("llama3.1-405b h100 recipe on b200 / grid / seed 1"), std::string::npos)
+        << result.err;
 }
 
 TEST(BenchCli, RefusesAnUnknownPolicyABadBudgetAndAnEmptySuite) {

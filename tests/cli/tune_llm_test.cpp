@@ -1,6 +1,7 @@
 // Black-box: `attune tune --policy llm` against an OpenAI-compatible server on 127.0.0.1 that
 // answers a scripted conversation: accepted proposals, an objective change the gate refuses, a
 // key that does not exist, malformed arguments, a text answer, a 429, and a stop.
+#include "../support/chat_responses.hpp"
 #include "../support/loopback_server.hpp"
 #include "../support/run.hpp"
 
@@ -8,57 +9,26 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <sstream>
 
 namespace {
 
 namespace fs = std::filesystem;
+using attune::test_support::all_files_text;
 using attune::test_support::LoopbackServer;
 using attune::test_support::run_attune;
 using attune::test_support::ScriptedResponse;
 using attune::test_support::TempDir;
+using attune::test_support::text_only;
+using attune::test_support::tool_call;
 using nlohmann::json;
 
 constexpr const char* k_secret = "sk-test-secret-4f1c9a";
-
-ScriptedResponse tool_call(const std::string& name, const std::string& arguments) {
-    json body{{"id", "chatcmpl-1"},
-              {"object", "chat.completion"},
-              {"choices",
-               {{{"index", 0},
-                 {"message",
-                  {{"role", "assistant"},
-                   {"content", nullptr},
-                   {"tool_calls", {{{"id", "call-" + name}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}}}}}},
-                 {"finish_reason", "tool_calls"}}}},
-              {"usage", {{"prompt_tokens", 1200}, {"completion_tokens", 40}, {"total_tokens", 1240}}}};
-    return {200, body.dump(), {}, {}};
-}
-
-ScriptedResponse text_only(const std::string& text) {
-    json body{{"id", "chatcmpl-2"},
-              {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"finish_reason", "stop"}}}},
-              {"usage", {{"prompt_tokens", 900}, {"completion_tokens", 12}}}};
-    return {200, body.dump(), {}, {}};
-}
 
 std::vector<json> events_of(const fs::path& campaign) {
     std::ifstream in(campaign / "journal.jsonl");
     std::vector<json> events;
     for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
     return events;
-}
-
-std::string all_files_text(const fs::path& dir) {
-    std::string text;
-    for (const auto& entry : fs::recursive_directory_iterator(dir))
-        if (entry.is_regular_file()) {
-            std::ifstream in(entry.path());
-            std::stringstream s;
-            s << in.rdbuf();
-            text += s.str();
-        }
-    return text;
 }
 
 TEST(TuneLlm, TheAgentProposesIsRefusedRecoversAndStopsAndNoSecretIsWritten) {

@@ -79,6 +79,13 @@ std::filesystem::path TempDir::write(const std::string& name, const std::string&
     return path;
 }
 
+std::string all_files_text(const std::filesystem::path& dir) {
+    std::string text;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+        if (entry.is_regular_file()) text += slurp(entry.path());
+    return text;
+}
+
 std::filesystem::path shared_dir() {
     const std::filesystem::path dir = ATTUNE_SHARED_DIR;
     std::error_code ec;

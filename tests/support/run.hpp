@@ -33,6 +33,9 @@ private:
     std::filesystem::path m_path;
 };
 
+/// Every regular file below `dir`, concatenated: to check that a secret reached none of them.
+std::string all_files_text(const std::filesystem::path& dir);
+
 /// ../shared, or empty when it is absent (tests that read it skip with a message).
 std::filesystem::path shared_dir();
 

@@ -4,6 +4,8 @@
 // gate and ledger as `attune tune`. A final best is scored by its true throughput in the world
 // (noise-free), against the oracle of that world.
 
+#include <attune/campaign/factories.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -32,11 +34,14 @@ struct Request {
     std::vector<SuiteEntry> suite;
     double budget_gpu_s = 0;
     std::vector<std::string> policies;
+    /// What every campaign's policy gets beyond its name and seed (set per campaign): the llm
+    /// policy's --llm, --llm-url, --llm-timeout and --no-skills.
+    campaign::PolicyOptions policy_options;
     int seeds = 5;                           ///< campaign seeds 1..seeds (run-to-run noise)
     std::vector<std::uint64_t> world_seeds;  ///< hidden worlds; each seed runs in each world
     bool random_preflight = false;           ///< random search judged by the preflight too
     std::optional<int> trial_steps;
-    std::filesystem::path work_dir;  ///< campaign folders go here
+    std::filesystem::path work_dir;  ///< campaign folders go here (created by run)
 };
 
 /// One campaign's outcome.
@@ -53,6 +58,8 @@ struct Run {
 };
 
 /// Runs every (recipe, policy, seed, world seed) campaign in turn; `progress` hears each one finished.
+/// Throws InputError, before `work_dir` is created, when a policy cannot be made (an unknown name,
+/// llm without --llm or the provider's credentials).
 std::vector<Run> run(const Request& request, const std::function<void(const Run&)>& progress = {});
 
 /// The JSON document: {"recipes": [...], "summary": {...}} plus the settings it ran with.

@@ -67,6 +67,10 @@ struct CampaignRecord {
 /// (no campaign-start first, a trial event for a trial never proposed).
 CampaignRecord fold(const std::vector<nlohmann::json>& events);
 
+/// Folds events[from..] into `record`, the fold of events[..from): the same as fold(events), for a
+/// caller that keeps the record and folds each event once (the campaign loop).
+void fold_more(CampaignRecord& record, const std::vector<nlohmann::json>& events, std::size_t from);
+
 /// Measurement and preflight to and from their journal form.
 nlohmann::json to_json(const policy::Measurement& measured);
 policy::Measurement measurement_from_json(const nlohmann::json& json);

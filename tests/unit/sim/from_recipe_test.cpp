@@ -19,5 +19,29 @@ TEST(SimFromRecipe, ReadsTheExampleNemoRecipeThroughItsAdapter) {
     EXPECT_FALSE(space.recompute.empty());
 }
 
+TEST(SimFromRecipe, ReadsQwen3FromANemoRecipeWithItsHeadSizeAndTokenizer) {
+    // Qwen3's query projection (32 heads x 128) is twice its hidden size: kv_channels says so.
+    const auto loaded = gate::load_recipe(ATTUNE_SOURCE_DIR "/examples/bench/nemo-qwen3-30b-a3b-h200-draft.yaml",
+                                          gate::default_rules());
+    const auto in = from_recipe(loaded.document, *loaded.adapter, cluster::default_cluster());
+    EXPECT_EQ(in.model.head_dim, 128);
+    EXPECT_EQ(in.model.vocab, 151936) << "the tokenizer's size, from the adapter's map";
+    EXPECT_EQ(in.model.experts, 128);
+    EXPECT_EQ(in.model.moe_ffn, 768);
+    EXPECT_TRUE(estimate(in.hardware, in.model, in.layout).valid);
+}
+
+TEST(SimFromRecipe, FindsTheModelAnAutoModelBenchmarkNamesInItsConfig) {
+    // from_config benchmarks name the model under model.config (no weights are loaded).
+    const auto loaded = gate::load_recipe(
+        ATTUNE_SOURCE_DIR "/examples/bench/automodel-deepseek-v3-h100-recipe-on-b200.yaml", gate::default_rules());
+    const auto in = from_recipe(loaded.document, *loaded.adapter, cluster::default_cluster());
+    EXPECT_TRUE(in.model.mla);
+    EXPECT_EQ(in.model.layers, 61);
+    EXPECT_EQ(in.model.experts, 256);
+    EXPECT_EQ(in.layout.pp, 4);
+    EXPECT_EQ(in.layout.ep, 64);
+}
+
 }  // namespace
 }  // namespace attune::sim
