@@ -14,7 +14,10 @@ ScriptedResponse tool_call(const std::string& name, const std::string& arguments
                  {"message",
                   {{"role", "assistant"},
                    {"content", nullptr},
-                   {"tool_calls", {{{"id", "call-" + name}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}}}}}},
+                   {"tool_calls",
+                    {{{"id", "call-" + name},
+                      {"type", "function"},
+                      {"function", {{"name", name}, {"arguments", arguments}}}}}}}},
                  {"finish_reason", "tool_calls"}}}},
               {"usage", {{"prompt_tokens", 1200}, {"completion_tokens", 40}, {"total_tokens", 1240}}}};
     return {200, body.dump(), {}, {}};
@@ -22,7 +25,10 @@ ScriptedResponse tool_call(const std::string& name, const std::string& arguments
 
 ScriptedResponse text_only(const std::string& text) {
     json body{{"id", "chatcmpl-2"},
-              {"choices", {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", text}}}, {"finish_reason", "stop"}}}},
+              {"choices",
+               {{{"index", 0},
+                 {"message", {{"role", "assistant"}, {"content", text}}},
+                 {"finish_reason", "stop"}}}},
               {"usage", {{"prompt_tokens", 900}, {"completion_tokens", 12}}}};
     return {200, body.dump(), {}, {}};
 }

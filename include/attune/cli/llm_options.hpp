@@ -3,7 +3,6 @@
 // read the same flags with the same meaning.
 
 #include <attune/campaign/factories.hpp>
-
 #include <cstdint>
 #include <string>
 
@@ -16,10 +15,10 @@ namespace attune::cli {
 /// --llm, --llm-url, --llm-timeout and --no-skills as parsed (never a key: keys come from the
 /// provider's environment variables).
 struct LlmOptions {
-    std::string llm;          ///< --llm PROVIDER:MODEL
-    std::string llm_url;      ///< --llm-url: base URL as the provider's SDK takes it
-    double timeout_s = 0;     ///< --llm-timeout: seconds per HTTP attempt; 0 keeps the client's default
-    bool no_skills = false;   ///< --no-skills: the ablation without the skill set
+    std::string llm;         ///< --llm PROVIDER:MODEL
+    std::string llm_url;     ///< --llm-url: base URL as the provider's SDK takes it
+    double timeout_s = 0;    ///< --llm-timeout: seconds per HTTP attempt; 0 keeps the client's default
+    bool no_skills = false;  ///< --no-skills: the ablation without the skill set
 };
 
 /// Adds the four options to `command`; `picked_by` is how the user selects the llm policy there
