@@ -50,7 +50,7 @@ struct TempDir {
 int execute(const BenchOptions& o) {
     bench::Request request;
     request.suite =
-        bench::load_suite(o.suite.empty() ? data_dir() / "examples" / "recipes" : fs::path(o.suite));
+        bench::load_suite(o.suite.empty() ? data_dir() / "examples" / "bench" : fs::path(o.suite));
     request.budget_gpu_s = campaign::parse_budget(o.budget);
     for (const auto& name : util::split(o.policies, ','))
         if (!util::trim(name).empty()) request.policies.emplace_back(util::trim(name));
@@ -97,7 +97,7 @@ const Registration k_registration{
         auto* bench =
             app.add_subcommand("bench", "Every policy on every recipe of a suite, on the simulated cluster");
         bench->add_option("--suite", options->suite,
-                          "Folder of recipes, or with suite.yaml (default: examples/recipes)");
+                          "Folder of recipes, or with suite.yaml (default: examples/bench)");
         bench
             ->add_option("--budget", options->budget,
                          "GPU-time budget of each campaign: 200gpuh, 200 gpu-h, 12000gpumin")
