@@ -294,18 +294,19 @@ private:
         return out;
     }
 
-    /// The smallest estimated memory of a layout that ran out of memory from this incumbent.
-    static std::optional<double> oom_memory_floor(const CampaignState& state) {
+    /// The smallest estimated memory of a layout that ran out of memory: from this incumbent, or from any.
+    static std::optional<double> oom_memory_floor(const CampaignState& state, bool this_incumbent_only) {
         std::optional<double> floor;
         for (const auto& trial : state.history)
-            if (trial.incumbent == state.incumbent && trial.measured && trial.measured->status == "oom" && trial.preflight)
+            if ((!this_incumbent_only || trial.incumbent == state.incumbent) && trial.measured &&
+                trial.measured->status == "oom" && trial.preflight && trial.preflight->valid)
                 floor = std::min(floor.value_or(trial.preflight->memory_gib), trial.preflight->memory_gib);
         return floor;
     }
 
     std::optional<Candidate> choose(const CampaignState& state, std::vector<Candidate>& candidates) {
         const auto incumbent_estimate = state.estimate ? std::optional{state.estimate(state.incumbent_edits)} : std::nullopt;
-        const auto oom_floor = oom_memory_floor(state);
+        const auto oom_floor = oom_memory_floor(state, true);
         constexpr double k_slower_than_incumbent = 0.9;  // predicted >10% slower: not worth a trial
         std::vector<Candidate*> viable;
         for (auto& c : candidates) {
@@ -339,10 +340,8 @@ private:
         std::vector<std::optional<Point>> points;
         for (const Candidate* c : viable) points.push_back(m_space->point_of(merged(state.incumbent_edits, c->edits)));
         // A layout estimated at or above one that ran out of memory is not planned through.
-        double limit = std::numeric_limits<double>::infinity();
-        for (const auto& trial : state.history)
-            if (trial.measured && trial.measured->status == "oom" && trial.preflight && trial.preflight->valid)
-                limit = std::min(limit, trial.preflight->memory_gib - k_memory_step_gib);
+        const auto oom_floor = oom_memory_floor(state, false);
+        const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
         const auto index = planner->choose(*incumbent, points, limit, k_planned_gain);
         if (!index) return std::nullopt;
         Candidate chosen = *viable[*index];
