@@ -3,6 +3,7 @@
 #include <attune/campaign/campaign.hpp>
 #include <attune/campaign/factories.hpp>
 #include <attune/core/error.hpp>
+#include <attune/policy/config_space.hpp>
 #include <attune/sim/from_recipe.hpp>
 
 #include <fmt/format.h>
@@ -74,10 +75,8 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     r.recipe = entry.name, r.policy = policy_name, r.seed = seed, r.world_seed = world_seed;
     const auto [oracle, first] = oracles.try_emplace({&entry, world_seed}, 0.0);
     if (first) {
-        const auto in = sim::from_recipe(ctx.original, *ctx.adapter, ctx.cluster);
-        oracle->second =
-            sim::run_oracle(world, in.hardware, in.model, in.layout, sim::lever_space(*ctx.adapter))
-                .best_tokens_per_s_per_gpu;
+        const policy::ConfigSpace space(ctx.original, *ctx.adapter, ctx.cluster);
+        oracle->second = policy::run_gated_oracle(space, *ctx.adapter, world).best_tokens_per_s_per_gpu;
     }
     r.oracle_tokens_per_s_per_gpu = oracle->second;
     r.baseline_tokens_per_s_per_gpu = true_throughput(ctx, {}, world);

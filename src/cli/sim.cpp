@@ -2,6 +2,7 @@
 #include <attune/cli/command.hpp>
 #include <attune/cluster/cluster.hpp>
 #include <attune/gate/adapter.hpp>
+#include <attune/policy/config_space.hpp>
 #include <attune/sim/from_recipe.hpp>
 
 #include <CLI/CLI.hpp>
@@ -67,13 +68,12 @@ int execute_train(const SimOptions& options) {
 int execute_oracle(const SimOptions& options) {
     const auto cluster = options.cluster_file.empty() ? cluster::default_cluster() : cluster::load_cluster(options.cluster_file);
     const auto loaded = gate::load_recipe(options.recipe, gate::default_rules());
-    const auto in = sim::from_recipe(loaded.document, *loaded.adapter, cluster);
-    const auto result = sim::run_oracle(sim::World{options.world_seed}, in.hardware, in.model, in.layout,
-                                        sim::lever_space(*loaded.adapter));
-    const auto edits = sim::layout_edits(*loaded.adapter, in.layout, result.best);
+    const policy::ConfigSpace space(loaded.document, *loaded.adapter, cluster);
+    const auto result = policy::run_gated_oracle(space, *loaded.adapter, sim::World{options.world_seed});
+    const auto edits = space.changes(result.best);
     if (options.json) {
         nlohmann::json edit_json = nlohmann::json::object();
-        for (const auto& [key, value] : edits) edit_json[key] = value;
+        for (const auto& [key, value] : edits) edit_json[key] = value.to_string();
         const nlohmann::json out{{"baseline", {{"tokens_per_s_per_gpu", result.baseline_tokens_per_s_per_gpu}}},
                                  {"best", {{"tokens_per_s_per_gpu", result.best_tokens_per_s_per_gpu}, {"edits", edit_json}}},
                                  {"feasible", result.feasible},
@@ -83,7 +83,7 @@ int execute_oracle(const SimOptions& options) {
     }
     fmt::print("baseline: {:.0f} tokens/s/GPU\nbest:     {:.0f} tokens/s/GPU\n", result.baseline_tokens_per_s_per_gpu,
                result.best_tokens_per_s_per_gpu);
-    for (const auto& [key, value] : edits) fmt::print("  {}: {}\n", key, value);
+    for (const auto& [key, value] : edits) fmt::print("  {}: {}\n", key, value.to_string());
     fmt::print("feasible: {} of {} evaluated\n", result.feasible, result.evaluated);
     return 0;
 }

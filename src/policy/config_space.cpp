@@ -102,12 +102,7 @@ bool is_flag(Field f) { return f >= Field::cuda_graphs; }
 
 /// How a recompute value reads (as sim::from_recipe reads it).
 sim::Recompute recompute_of(const Value& value) {
-    if (value.is_null()) return sim::Recompute::none;
-    const std::string text = util::to_lower(value.to_string());
-    if (text.find("full") != std::string::npos || text == "uniform" || text == "block")
-        return sim::Recompute::full;
-    if (text.find("selective") != std::string::npos || text == "true") return sim::Recompute::selective;
-    return sim::Recompute::none;
+    return value.is_null() ? sim::Recompute::none : sim::parse_recompute(util::to_lower(value.to_string()));
 }
 
 }  // namespace
@@ -150,6 +145,7 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
     // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x tp: a tp change
     // rescales that multiple so that the padded vocabulary (part of the model) stays as it was.
     m_vocab_multiple = adapter.quantity(original, "vocab_multiple", cluster);
+    m_uneven_stages = adapter.quantity(original, "uneven_stages", cluster).value_or(0) == 1;
     if (const auto* rule = adapter.lever_rule("vocab_padding"); rule && m_vocab_multiple)
         m_vocab_path = rule->pattern;
     const auto& keys = adapter.key_rules();
@@ -174,7 +170,7 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
         };
         if (field == Field::recompute) {
             m_recompute_bool = rule->domain.type == "bool";
-            if (m_recompute_bool) add(int(sim::Recompute::none)), add(int(sim::Recompute::selective));
+            if (m_recompute_bool) add(int(sim::Recompute::none)), add(int(sim::Recompute::full));
             for (const auto& value : rule->domain.values) add(int(recompute_of(value)));
             if (rule->pattern.ends_with("activations_checkpoint_granularity")) {
                 const std::string prefix =
@@ -233,12 +229,12 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
             if (o == (*m_original_point)[i]) continue;
             Point p = *m_original_point;
             p[i] = o;
-            moves = consistent(p) && gate_allows(p);
+            moves = consistent(p) && gate_allows(values(p));
             for (std::size_t j = 0; j < m_dims.size() && !moves; ++j)
                 for (std::size_t k = 0; j != i && k < m_dims[j].options.size() && !moves; ++k) {
                     Point q = p;
                     q[j] = k;
-                    moves = consistent(q) && gate_allows(q);
+                    moves = consistent(q) && gate_allows(values(q));
                 }
         }
         if (moves) movable.push_back(m_dims[i]), reduced.push_back((*m_original_point)[i]);
@@ -248,12 +244,17 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
     m_admissible.clear();
 }
 
-bool ConfigSpace::gate_allows(const Point& point) const {
+bool ConfigSpace::gate_allows(const std::vector<int>& values) const {
+    if (const auto it = m_admissible.find(values); it != m_admissible.end()) return it->second;
+    return m_admissible[values] = gate_check(values);
+}
+
+bool ConfigSpace::gate_check(const std::vector<int>& values) const {
     try {
         gate::CheckOptions options;
         options.purpose = gate::Purpose::trial_run;
         options.max_levers = 1000;
-        const auto candidate = m_original->with_edits(edit_list(edits(point)));
+        const auto candidate = m_original->with_edits(edit_list(edits_for(values)));
         return gate::check(*m_original, candidate, *m_adapter, gate::default_rules(), m_gate_policy,
                            *m_cluster, options)
             .allowed;
@@ -286,24 +287,54 @@ bool ConfigSpace::consistent(const Point& point) const {
     const auto& m = m_inputs.model;
     if (!sim::estimate(m_inputs.hardware, m, l).valid) return false;
     if (m.kv_heads > 0 && m.kv_heads % l.tp != 0) return false;
-    if (m.layers % (l.pp * l.vpp) != 0) return false;
+    // The original's own split may be uneven (explicit stage sizes); an edited one must be even where the
+    // framework splits evenly.
+    const bool edited_split = l.pp != m_inputs.layout.pp || l.vpp != m_inputs.layout.vpp;
+    if (edited_split && !m_uneven_stages && m.layers % (l.pp * l.vpp) != 0) return false;
     if (l.vpp > 1 && l.pp == 1) return false;
     return true;
 }
 
-bool ConfigSpace::admissible(const Point& point) const {
-    if (!consistent(point)) return false;
-    const auto it = m_admissible.find(point);
-    if (it != m_admissible.end()) return it->second;
-    return m_admissible[point] = gate_allows(point);
+bool ConfigSpace::admissible(const Point& point) const { return consistent(point) && gate_allows(values(point)); }
+
+bool ConfigSpace::admits(const sim::Layout& layout) const {
+    for (const Field field : k_fields) {
+        const bool in_space = std::any_of(m_dims.begin(), m_dims.end(), [&](const Dimension& d) { return d.field == field; });
+        if (!in_space && get(layout, field) != get(m_inputs.layout, field)) return false;
+    }
+    return gate_allows(values(layout));
 }
 
-Edits ConfigSpace::edits(const Point& point) const {
+Edits ConfigSpace::changes(const sim::Layout& layout) const {
+    Edits out;
+    for (auto& [path, value] : edits_for(values(layout))) {
+        const Value* written = m_original->find(path);
+        const bool same = written ? written->to_string() == value.to_string() : value.is_null();
+        if (!same) out.insert_or_assign(path, value);
+    }
+    return out;
+}
+
+std::vector<int> ConfigSpace::values(const Point& point) const {
+    std::vector<int> out(m_dims.size());
+    for (std::size_t i = 0; i < m_dims.size(); ++i) out[i] = m_dims[i].options[point[i]];
+    return out;
+}
+
+std::vector<int> ConfigSpace::values(const sim::Layout& layout) const {
+    std::vector<int> out(m_dims.size());
+    for (std::size_t i = 0; i < m_dims.size(); ++i) out[i] = get(layout, m_dims[i].field);
+    return out;
+}
+
+Edits ConfigSpace::edits(const Point& point) const { return edits_for(values(point)); }
+
+Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
     Edits out;
     int tp = m_inputs.layout.tp;
     for (std::size_t i = 0; i < m_dims.size(); ++i) {
         const auto& d = m_dims[i];
-        const int v = d.options[point[i]];
+        const int v = values[i];
         switch (d.field) {
             case Field::recompute: {
                 const auto r = sim::Recompute(v);
@@ -388,6 +419,14 @@ std::string ConfigSpace::describe(const Point& point) const {
             out += fmt::format("{}={}", f == Field::mbs ? "mbs" : lever_name(f), v);
     }
     return out;
+}
+
+sim::OracleResult run_gated_oracle(const ConfigSpace& space, const gate::Adapter& adapter, const sim::World& world) {
+    sim::LeverSpace levers = sim::lever_space(adapter);
+    levers.etp_follows_tp = space.etp_follows_tp();
+    const auto& in = space.inputs();
+    return sim::run_oracle(world, in.hardware, in.model, in.layout, levers,
+                           [&space](const sim::Layout& layout) { return space.admits(layout); });
 }
 
 std::optional<int> option_of(const ConfigSpace& space, const Point& point, Field field) {

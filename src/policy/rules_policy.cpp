@@ -1,6 +1,7 @@
 #include <attune/core/error.hpp>
 #include <attune/policy/layout_plan.hpp>
 #include <attune/policy/rules_policy.hpp>
+#include <attune/sim/from_recipe.hpp>
 #include <attune/util/strings.hpp>
 
 #include <fmt/format.h>
@@ -388,14 +389,36 @@ std::map<std::string, double> measurement_facts(const Measurement& measured) {
     return facts;
 }
 
+namespace {
+
+/// The model shape and layout as the simulator reads them: a recipe that only names a catalogued model
+/// (AutoModel) has no layers or heads among its quantities, and a guard over an unknown fact does not block.
+std::map<std::string, double> shape_facts(const recipe::Document& recipe, const gate::Adapter& adapter,
+                                          const cluster::Cluster& cluster) {
+    try {
+        const auto in = sim::from_recipe(recipe, adapter, cluster);
+        const auto& m = in.model;
+        return {{"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},   {"kv_heads", m.kv_heads},
+                {"ffn", m.ffn},       {"vocab", m.vocab},   {"experts", m.experts}, {"vpp", in.layout.vpp},
+                {"etp", in.layout.etp}};
+    } catch (const InputError&) {
+        return {};
+    }
+}
+
+}  // namespace
+
 gate::Expression::Lookup facts_lookup(const recipe::Document& recipe, const gate::Adapter& adapter,
                                       const cluster::Cluster& cluster, const Measurement* measured,
                                       const std::map<std::string, double>& extra) {
     auto facts = measured ? measurement_facts(*measured) : std::map<std::string, double>{};
     for (const auto& [name, value] : extra) facts.insert_or_assign(name, value);
-    return [facts = std::move(facts), &recipe, &adapter, &cluster](const std::string& name) -> std::optional<double> {
+    return [facts = std::move(facts), shape = shape_facts(recipe, adapter, cluster), &recipe, &adapter,
+            &cluster](const std::string& name) -> std::optional<double> {
         if (const auto it = facts.find(name); it != facts.end()) return it->second;
-        return adapter.quantity(recipe, name, cluster);
+        if (const auto value = adapter.quantity(recipe, name, cluster)) return value;
+        if (const auto it = shape.find(name); it != shape.end()) return it->second;
+        return std::nullopt;
     };
 }
 

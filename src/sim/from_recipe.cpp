@@ -28,11 +28,6 @@ std::string text(const recipe::Document& r, const gate::Adapter& a, std::string_
     return value && !value->is_null() ? util::to_lower(value->to_string()) : std::string();
 }
 
-Recompute parse_recompute(const std::string& value) {
-    if (value.find("full") != std::string::npos || value == "uniform" || value == "block") return Recompute::full;
-    if (value.find("selective") != std::string::npos || value == "true") return Recompute::selective;
-    return Recompute::none;
-}
 
 /// A local model folder (or its config.json), as given or relative to the recipe's folder.
 std::optional<std::filesystem::path> local_config(const std::string& name, const std::string& recipe) {
@@ -72,6 +67,15 @@ ModelShape model_of(const recipe::Document& r, const gate::Adapter& a, const clu
 
 }  // namespace
 
+Recompute parse_recompute(std::string_view value) {
+    // A plain `true` is the HF/FSDP flag (HyperPod, AutoModel), which wraps every transformer block
+    // in a checkpoint: the whole layer is recomputed.
+    if (value.find("full") != std::string_view::npos || value == "uniform" || value == "block" || value == "true")
+        return Recompute::full;
+    if (value.find("selective") != std::string_view::npos) return Recompute::selective;
+    return Recompute::none;
+}
+
 SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c) {
     SimInputs in;
     const auto hardware = find_hardware(c.gpu);
@@ -85,6 +89,8 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     l.cp = quantity_or(r, a, c, "cp", 1), l.ep = quantity_or(r, a, c, "ep", 1), l.etp = quantity_or(r, a, c, "etp", 1);
     l.mbs = quantity_or(r, a, c, "mbs", 1), l.gbs = quantity_or(r, a, c, "gbs", l.mbs * l.nodes * l.gpus_per_node);
     l.vpp = std::max(1, l.vpp);
+    // AutoModel's pipeline schedule splits each rank's local batch into micro batches of their own size.
+    if (const auto pp_mbs = a.quantity(r, "pp_mbs", c); pp_mbs && l.pp > 1 && *pp_mbs >= 1) l.mbs = int(*pp_mbs);
     l.sequence_parallel = flag(r, a, "sequence_parallel", false);
     const bool fsdp = flag(r, a, "fsdp", false) || (!text(r, a, "fsdp").empty() && text(r, a, "fsdp") != "false");
     l.sharding = fsdp ? Sharding::fsdp
@@ -163,28 +169,6 @@ LeverSpace lever_space(const gate::Adapter& a) {
     s.cuda_graphs = bools(a, "cuda_graphs"), s.tp_comm_overlap = bools(a, "tp_comm_overlap");
     s.overlap_grad_reduce = bools(a, "overlap_grad_reduce"), s.overlap_param_gather = bools(a, "overlap_param_gather");
     return s;
-}
-
-std::vector<std::pair<std::string, std::string>> layout_edits(const gate::Adapter& a, const Layout& base, const Layout& best) {
-    std::vector<std::pair<std::string, std::string>> edits;
-    const auto add = [&](std::string_view lever, bool changed, const std::string& value) {
-        if (!changed) return;
-        if (const auto* rule = lever_key(a, lever)) edits.emplace_back(rule->pattern, value);
-    };
-    add("tp", base.tp != best.tp, std::to_string(best.tp));
-    add("pp", base.pp != best.pp, std::to_string(best.pp));
-    add("vpp", base.vpp != best.vpp, std::to_string(best.vpp));
-    add("cp", base.cp != best.cp, std::to_string(best.cp));
-    add("ep", base.ep != best.ep, std::to_string(best.ep));
-    add("micro_batch_size", base.mbs != best.mbs, std::to_string(best.mbs));
-    constexpr const char* k_recompute[] = {"null", "selective", "full"};
-    add("recompute", base.recompute != best.recompute, k_recompute[int(best.recompute)]);
-    const auto b = [](bool v) { return std::string(v ? "true" : "false"); };
-    add("cuda_graphs", base.cuda_graphs != best.cuda_graphs, b(best.cuda_graphs));
-    add("tp_comm_overlap", base.tp_comm_overlap != best.tp_comm_overlap, b(best.tp_comm_overlap));
-    add("overlap_grad_reduce", base.overlap_grad_reduce != best.overlap_grad_reduce, b(best.overlap_grad_reduce));
-    add("overlap_param_gather", base.overlap_param_gather != best.overlap_param_gather, b(best.overlap_param_gather));
-    return edits;
 }
 
 }  // namespace attune::sim

@@ -20,7 +20,7 @@ void each(const std::vector<T>& values, Layout& layout, Field field, const std::
 }  // namespace
 
 OracleResult run_oracle(const World& world, const Hardware& hw, const ModelShape& model, const Layout& base,
-                        const LeverSpace& space) {
+                        const LeverSpace& space, const Admission& admit) {
     OracleResult result;
     const Estimate baseline = world.measure(hw, model, base, 0, 0, false);
     if (baseline.valid && baseline.fits) result.baseline_tokens_per_s_per_gpu = baseline.tokens_per_s_per_gpu;
@@ -32,12 +32,15 @@ OracleResult run_oracle(const World& world, const Hardware& hw, const ModelShape
         ++result.evaluated;
         // A recipe edit to an interleaved schedule must split each stage evenly (the estimator
         // accepts uneven splits because published layouts use them with explicit stage sizes).
-        if (l.vpp > 1 && (l.pp == 1 || model.layers % (l.pp * l.vpp) != 0)) return;
+        const bool edited_split = l.pp != base.pp || l.vpp != base.vpp;
+        if (l.vpp > 1 && (l.pp == 1 || (edited_split && model.layers % (l.pp * l.vpp) != 0))) return;
         l.sequence_parallel = l.tp > 1 && base.sequence_parallel;
+        if (space.etp_follows_tp) l.etp = l.tp;
         const Estimate e = world.measure(hw, model, l, 0, 0, false);
         if (!e.valid || !e.fits) return;
         ++result.feasible;
-        if (e.tokens_per_s_per_gpu > result.best_tokens_per_s_per_gpu) {
+        // The gate is checked only for a new best: it costs about a millisecond.
+        if (e.tokens_per_s_per_gpu > result.best_tokens_per_s_per_gpu && (!admit || admit(l))) {
             result.best_tokens_per_s_per_gpu = e.tokens_per_s_per_gpu;
             result.best = l;
         }

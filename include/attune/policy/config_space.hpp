@@ -7,6 +7,7 @@
 #include <attune/gate/policy.hpp>
 #include <attune/policy/policy.hpp>
 #include <attune/sim/from_recipe.hpp>
+#include <attune/sim/oracle.hpp>
 
 #include <cstdint>
 #include <map>
@@ -72,6 +73,17 @@ public:
     /// Edits that set every lever of the space (and the companions: sequence parallel with tp,
     /// the full-recompute method and layer count).
     [[nodiscard]] Edits edits(const Point& point) const;
+    /// Whether a simulator layout is a recipe the gate allows against the original: the levers outside the
+    /// space as the original has them, the others (any value, not only the space's options) written with
+    /// their companions. Cached per layout.
+    [[nodiscard]] bool admits(const sim::Layout& layout) const;
+    /// The edits that turn the original into `layout` (with companions), leaving out what it already has.
+    [[nodiscard]] Edits changes(const sim::Layout& layout) const;
+    /// True when the recipe leaves expert tensor parallelism to follow tp.
+    [[nodiscard]] bool etp_follows_tp() const { return m_etp_follows_tp; }
+    /// The simulator's inputs read from the original.
+    [[nodiscard]] const sim::SimInputs& inputs() const { return m_inputs; }
+
     /// The point a configuration is at, or nullopt when a lever's value is outside the space.
     [[nodiscard]] std::optional<Point> point_of(const Edits& edits) const;
     /// The original recipe's point, when it lies in the space.
@@ -85,7 +97,13 @@ public:
     [[nodiscard]] std::string describe(const Point& point) const;
 
 private:
-    [[nodiscard]] bool gate_allows(const Point& point) const;
+    /// The value of each dimension's lever at a point, or in a layout.
+    [[nodiscard]] std::vector<int> values(const Point& point) const;
+    [[nodiscard]] std::vector<int> values(const sim::Layout& layout) const;
+    [[nodiscard]] Edits edits_for(const std::vector<int>& values) const;
+    /// Whether the gate allows the edits of these lever values (cached), and the uncached check.
+    [[nodiscard]] bool gate_allows(const std::vector<int>& values) const;
+    [[nodiscard]] bool gate_check(const std::vector<int>& values) const;
 
     const recipe::Document* m_original;
     const gate::Adapter* m_adapter;
@@ -96,11 +114,16 @@ private:
     std::optional<std::string> m_sp_path, m_method_path, m_layers_path, m_vocab_path;
     std::optional<double> m_vocab_multiple;
     gate::Policy m_gate_policy;
-    mutable std::map<Point, bool> m_admissible;
+    mutable std::map<std::vector<int>, bool> m_admissible;  ///< by lever values
     bool m_vpp_null = false;        ///< the original leaves vpp null: write vpp 1 as null
     bool m_recompute_bool = false;  ///< the recompute lever is a flag (HyperPod, AutoModel)
     bool m_etp_follows_tp = true;   ///< the recipe leaves expert tp to default to tp
+    bool m_uneven_stages = false;   ///< the framework splits layers over stages unevenly (AutoModel)
 };
+
+/// The oracle (`sim::run_oracle` over the adapter's lever domains) counting only what the gate allows:
+/// the ceiling a tuner is compared against.
+sim::OracleResult run_gated_oracle(const ConfigSpace& space, const gate::Adapter& adapter, const sim::World& world);
 
 /// The option value of `field` at `point`, or nullopt when the space does not have that lever.
 std::optional<int> option_of(const ConfigSpace& space, const Point& point, Field field);

@@ -8,6 +8,8 @@
 #include <attune/sim/oracle.hpp>
 #include <attune/sim/world.hpp>
 
+#include <string_view>
+
 namespace attune::sim {
 
 /// Everything the simulator needs about one recipe on one cluster.
@@ -23,12 +25,11 @@ struct SimInputs {
 /// catalogue by `pretrained_model_name_or_path`. Throws InputError naming what is missing.
 SimInputs from_recipe(const recipe::Document& recipe, const gate::Adapter& adapter, const cluster::Cluster& cluster);
 
+/// How a recompute setting reads, lower-cased (`full`, `selective`, `uniform`, `true`, ...).
+Recompute parse_recompute(std::string_view value);
+
 /// The lever space the adapter allows around the recipe (its domains for tp, pp, vpp, cp, ep,
 /// micro-batch, recompute and the overlap / graph flags).
 LeverSpace lever_space(const gate::Adapter& adapter);
-
-/// The recipe edits (key path -> value) that turn `base` into `best`, at the adapter's lever paths.
-std::vector<std::pair<std::string, std::string>> layout_edits(const gate::Adapter& adapter, const Layout& base,
-                                                             const Layout& best);
 
 }  // namespace attune::sim

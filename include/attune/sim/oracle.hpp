@@ -4,6 +4,7 @@
 
 #include <attune/sim/world.hpp>
 
+#include <functional>
 #include <vector>
 
 namespace attune::sim {
@@ -15,7 +16,11 @@ struct LeverSpace {
     std::vector<Precision> precision;
     std::vector<Dispatcher> dispatcher;
     std::vector<bool> cuda_graphs, tp_comm_overlap, overlap_grad_reduce, overlap_param_gather;
+    bool etp_follows_tp = false;  ///< the recipe leaves expert tp to default to tp: it moves with tp
 };
+
+/// Whether a layout is a recipe the gate allows (the objective invariants the simulator does not see).
+using Admission = std::function<bool(const Layout&)>;
 
 /// What the oracle found.
 struct OracleResult {
@@ -27,8 +32,9 @@ struct OracleResult {
 };
 
 /// Enumerates the cartesian product of `space` around `base` (gbs, world shape and the model fixed),
-/// pruning inconsistent layouts before estimating and those that do not fit after.
+/// pruning inconsistent layouts before estimating and those that do not fit after. A layout faster than
+/// the best so far counts only when `admit` (when given) allows it.
 OracleResult run_oracle(const World& world, const Hardware& hw, const ModelShape& model, const Layout& base,
-                        const LeverSpace& space);
+                        const LeverSpace& space, const Admission& admit = {});
 
 }  // namespace attune::sim

@@ -84,6 +84,44 @@ TEST(ConfigSpace, AdmissiblePointsPassTheGateAgainstTheOriginal) {
     }
 }
 
+TEST(GatedOracle, CountsOnlyWhatTheGateAllows) {
+    // HyperPod's global batch is train_batch_size x world / tp: tp 2 alone halves it. The ungated
+    // enumeration takes such a layout; the oracle must not, and its best passes the gate.
+    const gate::LoadedRecipe recipe =
+        gate::load_recipe(example("bench/hyperpod-llama3-8b-h200-draft.yaml"), gate::default_rules());
+    const cluster::Cluster cluster = cluster::load_cluster(example("bench/clusters/p5e-h200-2nodes.yaml"));
+    const ConfigSpace space(recipe.document, *recipe.adapter, cluster);
+    const sim::World world;
+    const auto& in = space.inputs();
+    const auto ungated = sim::run_oracle(world, in.hardware, in.model, in.layout, sim::lever_space(*recipe.adapter));
+    EXPECT_FALSE(space.admits(ungated.best)) << "tp " << ungated.best.tp << ", mbs " << ungated.best.mbs;
+    const auto gated = run_gated_oracle(space, *recipe.adapter, world);
+    EXPECT_LT(gated.best_tokens_per_s_per_gpu, ungated.best_tokens_per_s_per_gpu);
+    EXPECT_GE(gated.best_tokens_per_s_per_gpu, gated.baseline_tokens_per_s_per_gpu);
+    const auto verdict = gate::check(recipe.document, recipe.document.with_edits(edit_list(space.changes(gated.best))),
+                                     *recipe.adapter, gate::default_rules(),
+                                     gate::load_policy(data_dir(), std::nullopt), cluster, [] {
+                                         gate::CheckOptions options;
+                                         options.purpose = gate::Purpose::trial_run;
+                                         options.max_levers = 1000;
+                                         return options;
+                                     }());
+    EXPECT_TRUE(verdict.allowed) << verdict.to_json().dump(1);
+}
+
+TEST(GatedOracle, KeepsTheRecipesOwnUnevenPipelineSplit) {
+    // 126 layers over pp 8 x vpp 8 is the published 405B layout (explicit stage sizes); only an edited
+    // split must be even, so the recipe's own split and its cp move stay in the space.
+    const gate::LoadedRecipe recipe =
+        gate::load_recipe(example("bench/nemo-llama31-405b-h100-recipe-on-b200.yaml"), gate::default_rules());
+    const cluster::Cluster cluster = cluster::load_cluster(example("bench/clusters/p6-b200-16nodes.yaml"));
+    const ConfigSpace space(recipe.document, *recipe.adapter, cluster);
+    ASSERT_TRUE(space.original_point().has_value());
+    EXPECT_TRUE(space.consistent(*space.original_point()));
+    const auto result = run_gated_oracle(space, *recipe.adapter, sim::World{});
+    EXPECT_GT(result.best_tokens_per_s_per_gpu, 1.1 * result.baseline_tokens_per_s_per_gpu);
+}
+
 TEST(ConfigSpace, ItsLayoutIsWhatTheSimulatorReadsFromTheEditedRecipe) {
     // The grid prunes by space.estimate(); the campaign's preflight reads the written recipe. They must
     // agree.

@@ -61,6 +61,22 @@ TEST(RulesPolicy, ATpMoveKeepsThePaddedVocabularyAndAnUnknownQuantityDoesNotBloc
     EXPECT_EQ(p.edits.at("model.make_vocab_size_divisible_by").to_string(), "256") << "128 x 4 = 256 x 2: 128512 rows either way";
 }
 
+TEST(RulesPolicy, GuardsSeeTheShapeOfACatalogueModelAndTheFrameworksPipelineBatch) {
+    // An AutoModel recipe names DeepSeek-V3 and gives no layers or heads: the guards read them from the
+    // simulator's catalogue, or every guard over them would pass unchecked.
+    const auto loaded = gate::load_recipe(
+        std::string(ATTUNE_SOURCE_DIR) + "/examples/bench/automodel-deepseek-v3-h100-recipe-on-b200.yaml",
+        gate::default_rules());
+    const auto cluster = cluster::load_cluster(std::string(ATTUNE_SOURCE_DIR) + "/examples/bench/clusters/p6-b200-32nodes.yaml");
+    const auto facts = policy::facts_lookup(loaded.document, *loaded.adapter, cluster, nullptr, {});
+    EXPECT_EQ(facts("layers"), 61);
+    EXPECT_EQ(facts("experts"), 256);
+    EXPECT_EQ(facts("mbs"), 4) << "the local batch, which the global batch divides by";
+    EXPECT_EQ(facts("pp_mbs"), 1) << "the pipeline's micro batch";
+    EXPECT_EQ(facts("uneven_stages"), 1) << "torch pipelining splits 61 layers unevenly";
+    EXPECT_FALSE(facts("no_such_fact").has_value());
+}
+
 TEST(RulesPolicy, AMoveTriedAgainstThisIncumbentIsNotProposedAgainAndARequirementBlocks) {
     const Fixture f;
     const auto rules = policy::SearchRules::load(std::string(ATTUNE_FIXTURES) + "/policy/one-phase.yaml");

@@ -41,6 +41,17 @@ TEST(SimFromRecipe, FindsTheModelAnAutoModelBenchmarkNamesInItsConfig) {
     EXPECT_EQ(in.model.experts, 256);
     EXPECT_EQ(in.layout.pp, 4);
     EXPECT_EQ(in.layout.ep, 64);
+    EXPECT_EQ(in.layout.mbs, 1) << "the pipeline's micro batch (pp_microbatch_size), not the local batch of 4";
+    EXPECT_EQ(in.layout.recompute, Recompute::full) << "activation_checkpointing: true wraps every block";
+}
+
+TEST(SimFromRecipe, ReadsTheRecomputeSettingsOfEveryFramework) {
+    EXPECT_EQ(parse_recompute("true"), Recompute::full);
+    EXPECT_EQ(parse_recompute("full"), Recompute::full);
+    EXPECT_EQ(parse_recompute("uniform"), Recompute::full);
+    EXPECT_EQ(parse_recompute("selective"), Recompute::selective);
+    EXPECT_EQ(parse_recompute("false"), Recompute::none);
+    EXPECT_EQ(parse_recompute(""), Recompute::none);
 }
 
 }  // namespace
