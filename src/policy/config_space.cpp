@@ -100,6 +100,19 @@ void set(sim::Layout& l, Field f, int v) {
 
 bool is_flag(Field f) { return f >= Field::cuda_graphs; }
 
+/// The interleavings (up to 16, as the oracle enumerates) that split `layers` evenly over some pipeline.
+std::vector<int> even_interleavings(int layers) {
+    std::vector<int> out;
+    constexpr int k_largest_interleaving = 16;
+    for (int vpp = 1; vpp <= k_largest_interleaving; ++vpp)
+        for (const int pp : {2, 4, 8, 16})
+            if (layers % (pp * vpp) == 0) {
+                out.push_back(vpp);
+                break;
+            }
+    return out;
+}
+
 /// How a recompute value reads (as sim::from_recipe reads it).
 sim::Recompute recompute_of(const Value& value) {
     return value.is_null() ? sim::Recompute::none : sim::parse_recompute(util::to_lower(value.to_string()));
@@ -185,9 +198,19 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
             if (field == Field::ep && m_inputs.model.experts <= 0) continue;
             for (const auto& value : rule->domain.values)
                 if (const auto n = value.as_number(); n && *n >= 1) add(int(*n));
-            if (rule->domain.values.empty() && rule->domain.numeric())
+            const auto in_domain = [&](int v) {
+                return v >= rule->domain.min.value_or(1) && v <= rule->domain.max.value_or(1e9);
+            };
+            if (rule->domain.values.empty() && rule->domain.numeric()) {
                 for (const int v : {1, 2, 4, 8})
-                    if (v >= rule->domain.min.value_or(1) && v <= rule->domain.max.value_or(1e9)) add(v);
+                    if (in_domain(v)) add(v);
+                // Interleaving pays where it splits the layers evenly: 80 layers take vpp 5 and 10.
+                if (field == Field::vpp)
+                    for (const int v : even_interleavings(m_inputs.model.layers))
+                        if (in_domain(v)) add(v);
+            }
+            // The original's own value, so that the original is a point of the space.
+            if (in_domain(get(m_inputs.layout, field))) add(get(m_inputs.layout, field));
             if (field == Field::vpp) {
                 const Value* written = original.find(rule->pattern);
                 m_vpp_null = written == nullptr || written->is_null();

@@ -295,25 +295,39 @@ private:
         return out;
     }
 
-    /// The smallest estimated memory of a layout that ran out of memory: from this incumbent, or from any.
-    static std::optional<double> oom_memory_floor(const CampaignState& state, bool this_incumbent_only) {
+    /// The smallest estimated memory of a layout that ran out of memory, from any incumbent.
+    static std::optional<double> oom_memory_floor(const CampaignState& state) {
         std::optional<double> floor;
         for (const auto& trial : state.history)
-            if ((!this_incumbent_only || trial.incumbent == state.incumbent) && trial.measured &&
-                trial.measured->status == "oom" && trial.preflight && trial.preflight->valid)
+            if (trial.measured && trial.measured->status == "oom" && trial.preflight && trial.preflight->valid)
                 floor = std::min(floor.value_or(trial.preflight->memory_gib), trial.preflight->memory_gib);
         return floor;
     }
 
+    /// How much more memory this cluster's runs use than the estimate says: the largest measured peak over
+    /// its estimate among the runs that finished (fragmentation, allocator and library buffers the
+    /// nominal model does not see); never below 1.
+    static double memory_bias(const CampaignState& state) {
+        double bias = 1;
+        for (const auto& trial : state.history)
+            if (trial.measured && trial.measured->status == "ok" && trial.measured->peak_memory_gib && trial.preflight &&
+                trial.preflight->valid && trial.preflight->memory_gib > 0)
+                bias = std::max(bias, *trial.measured->peak_memory_gib / trial.preflight->memory_gib);
+        return bias;
+    }
+
     std::optional<Candidate> choose(const CampaignState& state, std::vector<Candidate>& candidates) {
         const auto incumbent_estimate = state.estimate ? std::optional{state.estimate(state.incumbent_edits)} : std::nullopt;
-        const auto oom_floor = oom_memory_floor(state, true);
+        // Any incumbent's OOM counts: the estimates already differ by what the flags change.
+        const auto oom_floor = oom_memory_floor(state);
+        const double bias = memory_bias(state);
         constexpr double k_slower_than_incumbent = 0.9;  // predicted >10% slower: not worth a trial
         std::vector<Candidate*> viable;
         for (auto& c : candidates) {
             if (state.estimate) {
                 c.estimate = state.estimate(merged(state.incumbent_edits, c.edits));
                 if (c.estimate->valid && !c.estimate->fits) continue;
+                if (c.estimate->valid && c.estimate->memory_gib * bias > c.estimate->capacity_gib) continue;
                 if (oom_floor && c.estimate->valid && c.estimate->memory_gib >= *oom_floor) continue;
                 if (c.estimate->valid && incumbent_estimate && incumbent_estimate->valid && incumbent_estimate->fits &&
                     state.incumbent_measured && state.incumbent_measured->status == "ok" &&
@@ -341,7 +355,7 @@ private:
         std::vector<std::optional<Point>> points;
         for (const Candidate* c : viable) points.push_back(m_space->point_of(merged(state.incumbent_edits, c->edits)));
         // A layout estimated at or above one that ran out of memory is not planned through.
-        const auto oom_floor = oom_memory_floor(state, false);
+        const auto oom_floor = oom_memory_floor(state);
         const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
         const auto index = planner->choose(*incumbent, points, limit, k_planned_gain);
         if (!index) return std::nullopt;

@@ -7,8 +7,9 @@ namespace attune::policy {
 
 /// The default policy: the skill set's search rules, interpreted (skills/rules/search.yaml).
 /// Among the applicable moves of the first phase that has any, it proposes the one the nominal
-/// estimator ranks fastest, skipping moves predicted not to fit, configurations already tried
-/// and moves needing more memory than a layout that ran out of memory from the same incumbent.
+/// estimator ranks fastest, skipping moves predicted not to fit (the estimate scaled by the largest
+/// measured peak / estimate ratio of the campaign's finished runs), configurations already tried and
+/// moves needing as much memory as a layout that ran out of memory.
 std::unique_ptr<Policy> make_rules_policy(const SearchRules& rules);
 
 /// The facts guards read for a configuration: the adapter's quantities of `recipe`, the latest

@@ -110,4 +110,27 @@ TEST(RulesPolicy, AnOutOfMemoryIncumbentGetsAFixOomMove) {
     EXPECT_EQ(p.move.rfind("fix-oom/", 0), 0u) << p.move;
 }
 
+TEST(RulesPolicy, MovesPredictedToFitOnlyBeforeTheMeasuredMemoryBiasAreNotProposed) {
+    // The baseline's measured peak against its estimate says how much more this cluster uses than the
+    // nominal model (fragmentation, buffers): a move that fits only by the estimate is not launched.
+    const Fixture f;
+    auto policy = policy::make_rules_policy(policy::default_search_rules());
+    auto unbiased = f.state();
+    const auto baseline = unbiased.estimate({});
+    ASSERT_TRUE(baseline.valid);
+    unbiased.history.front().preflight = baseline;
+    unbiased.history.front().measured->peak_memory_gib = baseline.memory_gib;
+    const auto free_move = proposal(policy->propose(unbiased));
+    const auto free_estimate = unbiased.estimate(free_move.edits);
+    const double bias = 1.01 * baseline.capacity_gib / free_estimate.memory_gib;  // just too much for that move
+
+    auto biased = f.state();
+    biased.history.front().preflight = baseline;
+    biased.history.front().measured->peak_memory_gib = baseline.memory_gib * bias;
+    policy = policy::make_rules_policy(policy::default_search_rules());
+    const auto careful = proposal(policy->propose(biased));
+    EXPECT_NE(careful.edits, free_move.edits);
+    EXPECT_LE(biased.estimate(careful.edits).memory_gib * bias, baseline.capacity_gib) << careful.move;
+}
+
 }  // namespace
