@@ -131,7 +131,7 @@ private:
                    {"incumbent", kind == "baseline" ? -1 : record.incumbent},
                    {"rationale", proposal.rationale},
                    {"answers", proposal.answers}};
-        if (proposal.stepping_stone) event["stepping_stone"] = true;
+        if (proposal.stepping_stone) event["stepping_stone"] = true, event["plan_gain"] = proposal.plan_gain;
         m_journal.append("trial-proposed", std::move(event));
     }
 
@@ -428,26 +428,44 @@ private:
             return {"accept", fmt::format("{:+.1f}% beyond the noise band of {:.1f}%", 100 * gain, 100 * min_gain), gain};
         const double freed = inc->peak_memory_gib.value_or(0) - m.peak_memory_gib.value_or(inc->peak_memory_gib.value_or(0));
         const bool prerequisite = m_ctx.search->is_prerequisite(trial.view.lever);
-        if (keeps_neutral(gain, min_gain, freed, prerequisite, trial.stepping_stone))
-            return {"accept",
-                    fmt::format("{:+.1f}% is within {} noise band of {:.1f}% and {} for the next move", 100 * gain,
-                                gain >= -min_gain ? "the" : "twice the", 100 * min_gain,
-                                prerequisite && freed < 1 ? std::string("is a prerequisite")
-                                                          : fmt::format("frees {:.1f} GiB per GPU", freed)),
-                    gain};
+        std::map<std::string, double> facts{{"gain", gain},
+                                            {"min_gain", min_gain},
+                                            {"memory_freed_gib", freed},
+                                            {"prerequisite", prerequisite ? 1.0 : 0.0},
+                                            {"stepping_stone", trial.stepping_stone ? 1.0 : 0.0},
+                                            {"plan_gain", trial.plan_gain}};
+        const auto predicted = predicted_gain(trial.view, best.view);
+        if (predicted) facts["predicted_gain"] = *predicted;
+        if (keeps_neutral(facts)) return {"accept", kept_reason(facts, predicted.has_value()), gain};
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
     }
 
-    bool keeps_neutral(double gain, double min_gain, double freed_gib, bool prerequisite, bool stepping_stone) const {
+    /// The candidate's nominal speed over the incumbent's, minus 1, when both were estimated.
+    static std::optional<double> predicted_gain(const policy::TrialView& trial, const policy::TrialView& incumbent) {
+        const auto usable = [](const std::optional<policy::Preflight>& p) {
+            return p && p->estimated && p->valid && p->tokens_per_s_per_gpu > 0;
+        };
+        if (!usable(trial.preflight) || !usable(incumbent.preflight)) return std::nullopt;
+        return trial.preflight->tokens_per_s_per_gpu / incumbent.preflight->tokens_per_s_per_gpu - 1;
+    }
+
+    static std::string kept_reason(const std::map<std::string, double>& f, bool predicted) {
+        const double gain = f.at("gain"), min_gain = f.at("min_gain"), freed = f.at("memory_freed_gib");
+        if (f.at("stepping_stone") != 0 && gain < -min_gain && freed < 4 && predicted)
+            return fmt::format("{:+.1f}% is what the plan predicted ({:+.1f}%) on its way to a layout predicted {:+.1f}% faster",
+                               100 * gain, 100 * f.at("predicted_gain"), 100 * f.at("plan_gain"));
+        return fmt::format("{:+.1f}% is within {} noise band of {:.1f}% and {} for the next move", 100 * gain,
+                           gain >= -min_gain ? "the" : "twice the", 100 * min_gain,
+                           f.at("prerequisite") != 0 && freed < 1 ? std::string("is a prerequisite")
+                                                                   : fmt::format("frees {:.1f} GiB per GPU", freed));
+    }
+
+    bool keeps_neutral(const std::map<std::string, double>& facts) const {
         const auto& rule = m_ctx.search->acceptance.keep_neutral;
         if (!rule) return false;
         const auto holds = rule->evaluate([&](const std::string& name) -> std::optional<double> {
-            if (name == "gain") return gain;
-            if (name == "min_gain") return min_gain;
-            if (name == "memory_freed_gib") return freed_gib;
-            if (name == "prerequisite") return prerequisite ? 1.0 : 0.0;
-            if (name == "stepping_stone") return stepping_stone ? 1.0 : 0.0;
-            return std::nullopt;
+            const auto it = facts.find(name);
+            return it == facts.end() ? std::nullopt : std::optional{it->second};
         });
         return holds && *holds != 0;
     }

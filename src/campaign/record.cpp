@@ -37,6 +37,7 @@ void on_proposed(CampaignRecord& record, const nlohmann::json& e) {
     trial.rationale = e.value("rationale", "");
     trial.answers = e.value("answers", "");
     trial.stepping_stone = e.value("stepping_stone", false);
+    trial.plan_gain = e.value("plan_gain", 0.0);
     record.trials.push_back(std::move(trial));
 }
 

@@ -98,9 +98,9 @@ bool LayoutPlanner::reachable(const Point& from, const Point& to, double limit_g
     return search(from);
 }
 
-std::optional<std::size_t> LayoutPlanner::choose(const Point& incumbent,
-                                                 const std::vector<std::optional<Point>>& candidates,
-                                                 double memory_limit_gib, double min_gain) const {
+std::optional<LayoutPlanner::Choice> LayoutPlanner::choose(const Point& incumbent,
+                                                           const std::vector<std::optional<Point>>& candidates,
+                                                           double memory_limit_gib, double min_gain) const {
     const sim::Estimate now = m_space.estimate(incumbent);
     if (!now.valid) return std::nullopt;
     const double limit = std::min(memory_limit_gib, now.memory_gib.capacity * (1 - m_margin));
@@ -120,7 +120,7 @@ std::optional<std::size_t> LayoutPlanner::choose(const Point& incumbent,
             best = i;
             best_speed = speed;
         }
-        if (best) return best;
+        if (best) return Choice{*best, target.tokens_per_s_per_gpu / now.tokens_per_s_per_gpu - 1};
     }
     return std::nullopt;
 }

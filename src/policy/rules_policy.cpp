@@ -43,6 +43,7 @@ struct Candidate {
     std::string rationale;
     std::optional<Preflight> estimate;
     bool planned = false;  ///< chosen by the layout planner, on the way to a faster layout
+    double plan_gain = 0;  ///< the planned layout's predicted gain over the incumbent
 };
 
 class Resolver {
@@ -239,7 +240,7 @@ public:
         const auto best = choose(state, candidates);
         if (!best) return Stop{"Every applicable move is predicted not to fit or to be slower than the incumbent."};
         const std::string answers = state.incumbent_measured ? state.incumbent_measured->bottleneck : "";
-        return Proposal{best->lever, best->move->id, best->edits, best->rationale, answers, best->planned};
+        return Proposal{best->lever, best->move->id, best->edits, best->rationale, answers, best->planned, best->plan_gain};
     }
 
 private:
@@ -357,10 +358,11 @@ private:
         // A layout estimated at or above one that ran out of memory is not planned through.
         const auto oom_floor = oom_memory_floor(state);
         const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
-        const auto index = planner->choose(*incumbent, points, limit, k_planned_gain);
-        if (!index) return std::nullopt;
-        Candidate chosen = *viable[*index];
+        const auto choice = planner->choose(*incumbent, points, limit, k_planned_gain);
+        if (!choice) return std::nullopt;
+        Candidate chosen = *viable[choice->index];
         chosen.planned = true;
+        chosen.plan_gain = choice->target_gain;
         return chosen;
     }
 

@@ -21,6 +21,7 @@ struct TrialRecord {
     std::string rationale;
     std::string answers;
     bool stepping_stone = false;             ///< the policy's plan needs it (policy::Proposal)
+    double plan_gain = 0;                    ///< the plan's target, predicted faster than the incumbent by this
     nlohmann::json verdict;                  ///< the gate's verdict document
     std::string refusal;                     ///< why the gate or the preflight stopped it
     double time_limit_s = 0;

@@ -24,9 +24,12 @@ public:
     /// moves on offer (nullopt: outside the space); `memory_limit_gib` also bounds planned layouts
     /// (the estimate of a layout that ran out of memory). Levers that are flags stay as the
     /// incumbent has them: only the layout (tp, pp, vpp, cp, ep, micro batch, recompute) is planned.
-    [[nodiscard]] std::optional<std::size_t> choose(const Point& incumbent,
-                                                    const std::vector<std::optional<Point>>& candidates,
-                                                    double memory_limit_gib, double min_gain) const;
+    struct Choice {
+        std::size_t index;   ///< of the candidate
+        double target_gain;  ///< the target's predicted speed over the incumbent's, minus 1
+    };
+    [[nodiscard]] std::optional<Choice> choose(const Point& incumbent, const std::vector<std::optional<Point>>& candidates,
+                                               double memory_limit_gib, double min_gain) const;
 
 private:
     struct Target {

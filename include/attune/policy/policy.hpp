@@ -84,6 +84,8 @@ struct Proposal {
     /// A step of a plan: the move after it is what pays, so acceptance may keep it when it frees
     /// memory at a small cost (`stepping_stone` in skills/rules/search.yaml's keep_neutral).
     bool stepping_stone = false;
+    /// For a stepping stone: how much faster than the incumbent the plan's target is predicted to be.
+    double plan_gain = 0;
 };
 
 struct Stop {
