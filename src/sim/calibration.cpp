@@ -90,7 +90,9 @@ double noncausal_flops_per_token(const ModelShape& m) {
 void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationRow& row) {
     const std::string& model_key = c.get(r, "model_key");
     std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : find_model(model_key);
-    const auto hardware = find_hardware(c.get(r, "gpu"));
+    // The `system` column names the machine measured; a 500 W-capped H100 (Grand Teton) is its own part.
+    const bool capped = contains(c.get(r, "system"), "500w") && contains(c.get(r, "gpu"), "h100");
+    const auto hardware = find_hardware(capped ? "h100_500w" : c.get(r, "gpu"));
     if (!model) return void(row.why_not = "model not in the catalogue");
     if (!hardware) return void(row.why_not = "GPU not in the catalogue");
     model->seq_len = leading_int(c.get(r, "seq_len"), 0);

@@ -12,8 +12,13 @@ namespace attune::sim {
 namespace {
 
 // Usable HBM: nvidia-smi totals (H100 81559 MiB, H200 143771 MiB; AWS p6-b200 179 GiB).
+// h100_500w: Meta's Grand Teton H100 (torchtitan's benchmarks; hardware.md): the same GH100 die with
+// 96 GB HBM2e at 2.4 TB/s and a 500 W cap. Under the cap, dense GEMMs hold about 1.6 GHz instead of
+// the 700 W part's 1.98 GHz boost (the 350 W H100 PCIe is rated 756 TF BF16 at a similar clock with
+// fewer SMs), so its sustained peaks are taken as 1.6/1.98 of the SXM part's.
 constexpr std::array k_hardware{
     Hardware{"h100", 989.4, 1978.9, 79.6, 3.35, 900, 50},
+    Hardware{"h100_500w", 800, 1600, 94.0, 2.4, 900, 50},
     Hardware{"h200", 989.4, 1978.9, 140.4, 4.8, 900, 50},
     Hardware{"b200", 2250, 4500, 179, 8.0, 1800, 50},
 };
@@ -98,7 +103,10 @@ const std::array<NamedModel, 27>& models() {
 std::optional<Hardware> find_hardware(std::string_view name) {
     const std::string lowered = util::to_lower(util::trim(name));
     for (const auto& hardware : k_hardware) {
-        if (lowered == hardware.name || lowered.starts_with(std::string(hardware.name))) return hardware;
+        if (lowered == hardware.name) return hardware;
+    }
+    for (const auto& hardware : k_hardware) {
+        if (lowered.starts_with(std::string(hardware.name))) return hardware;
     }
     return std::nullopt;
 }

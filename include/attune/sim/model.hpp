@@ -11,7 +11,7 @@ namespace attune::sim {
 /// One GPU type with its node and network: dense peaks, HBM, NVLink, scale-out per GPU.
 /// Facts from ../shared/calibration/hardware.md (dense, not sparse; NVLink bidirectional).
 struct Hardware {
-    std::string_view name;          ///< "h100", "h200", "b200"
+    std::string_view name;          ///< "h100", "h100_500w", "h200", "b200"
     double bf16_tflops = 0;         ///< dense BF16 peak, TFLOP/s
     double fp8_tflops = 0;          ///< dense FP8 peak, TFLOP/s
     double hbm_gib = 0;             ///< usable HBM per GPU, GiB
@@ -20,7 +20,8 @@ struct Hardware {
     double network_gbps = 0;        ///< scale-out per GPU, GB/s (400 Gb/s = 50 GB/s)
 };
 
-/// The catalogue entry for `name` (h100, h200, b200; case-insensitive), or nullopt.
+/// The catalogue entry for `name` (h100, h100_500w, h200, b200; case-insensitive; an exact name
+/// first, then the first catalogue name it starts with), or nullopt.
 std::optional<Hardware> find_hardware(std::string_view name);
 
 /// The transformer's shape. Dense models leave the MoE fields at zero; `mla` models use the
