@@ -126,6 +126,8 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     l.sequence_parallel = l.tp > 1;
     l.fusions = megatron;   // PyTorch-native stacks lack Transformer Engine's fused kernels
     l.tp_comm_overlap = megatron || contains(precision, "asynctp");
+    const std::string task = c.get(r, "task");
+    l.lora = contains(task, "lora") || contains(task, "peft");
     const std::string notes = c.get(r, "notes");
     l.cuda_graphs = contains(notes, "cuda_graph");
     l.dispatcher = contains(notes, "hybridep") || contains(notes, "deepep") || contains(notes, "flex") ? Dispatcher::flex

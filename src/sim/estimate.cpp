@@ -112,7 +112,11 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
     const int expert_dp = std::max(1, l.nodes * l.gpus_per_node / (l.ep * l.etp * l.pp));
     const double dense_dp = dp * l.cp;
     const double fp8_copy = l.precision == Precision::fp8 ? 1.0 : 0.0;
-    if (l.sharding == Sharding::fsdp) {
+    if (l.lora) {
+        // Frozen base weights: bf16 (and FP8) copies only; the adapters' grads and state are a rounding error.
+        const double shard = l.sharding == Sharding::fsdp ? (l.fsdp_shard > 0 ? l.fsdp_shard : dense_dp) : 1.0;
+        mem.params = (dense / shard + experts) * (2 + fp8_copy);
+    } else if (l.sharding == Sharding::fsdp) {
         const double shard = l.fsdp_shard > 0 ? l.fsdp_shard : dense_dp;
         mem.params = (dense / shard + experts / std::max(1, expert_dp)) * (2 + fp8_copy) +
                      params_per_gpu_dense(m, l) / m.layers * l.pp * 2 * 2;   // two gathered layers in flight
@@ -185,7 +189,9 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     const double tokens_step_gpu = double(l.gbs) * m.seq_len / world;
 
     // Compute (§1b): GEMMs at a size-dependent efficiency, core attention in BF16 kernels.
-    const double gemm_flops = 6.0 * active_gemm_params(m) * tokens_step_gpu;
+    // LoRA freezes the base weights: the backward pass computes input gradients (2N) but no weight
+    // gradients (2N), so the GEMM work is 4N per token instead of 6N (the adapters' rank-r GEMMs are small).
+    const double gemm_flops = (l.lora ? 4.0 : 6.0) * active_gemm_params(m) * tokens_step_gpu;
     const double attn_flops = core_attention_flops_per_seq(m) * m.seq_len * (m.layers + m.mtp_layers) * tokens_step_gpu;
     const double peak = (l.precision == Precision::fp8 ? hw.fp8_tflops : hw.bf16_tflops) * 1e12;
     const double width = double(m.experts > 0 ? std::max(m.hidden, m.moe_ffn) : m.hidden) / l.tp;
@@ -203,7 +209,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     compute += tokens_step_gpu * m.layers * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
     if (l.recompute == Recompute::full) {
         const double share = l.recompute_layers > 0 ? std::min(1.0, double(l.recompute_layers) * l.pp / m.layers) : 1.0;
-        compute *= 1.0 + share / 3.0;
+        compute *= 1.0 + share * (l.lora ? 0.5 : 1.0 / 3.0);   // forward replayed: 2N of 6N, or of 4N under LoRA
     } else if (l.recompute == Recompute::selective) {
         compute += attn_flops / (hw.bf16_tflops * 1e12 * attn_eff) / 3.0;
     }
@@ -247,8 +253,10 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     const int dense_dp = dp * l.cp;
     const int expert_dp = std::max(1, world / (l.ep * l.etp * l.pp));
     double dp_raw = 0;
-    const double grad_bytes = l.sharding == Sharding::none ? 2.0 * 4.0 : 4.0;
-    const double gather_bytes = l.sharding == Sharding::fsdp ? 2.0 * 2.0 : (l.sharding == Sharding::none ? 0.0 : 2.0);
+    // Frozen base weights have no gradients to reduce (the adapters' are negligible); FSDP still gathers them.
+    const double frozen = l.lora ? 0.0 : 1.0;
+    const double grad_bytes = frozen * (l.sharding == Sharding::none ? 2.0 * 4.0 : 4.0);
+    const double gather_bytes = l.sharding == Sharding::fsdp ? 2.0 * 2.0 : (l.sharding == Sharding::none ? 0.0 : 2.0 * frozen);
     dp_raw += ring_time(dense_params * (grad_bytes + gather_bytes), dense_dp, dp_link.gbps, dp_link.efficiency);
     dp_raw += ring_time(expert_local * (grad_bytes + gather_bytes), expert_dp, hw.network_gbps, 0.8);
     const double hideable = (l.overlap_grad_reduce ? 0.45 : 0.0) + (l.overlap_param_gather ? 0.25 : 0.0);
@@ -257,7 +265,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // Launch and CPU overhead per layer per micro-batch; CUDA graphs remove most of it. Optimizer step reads
     // and writes the fp32 state of the local shard.
     const double launch = (l.cuda_graphs ? 0.02e-3 : 0.12e-3) * (m.experts > 0 ? 2.0 : 1.0);
-    const double opt_bytes = (dense_params / (l.sharding == Sharding::none ? 1 : dense_dp) +
+    const double opt_bytes = frozen * (dense_params / (l.sharding == Sharding::none ? 1 : dense_dp) +
                               expert_local / (l.sharding == Sharding::none ? 1 : expert_dp)) * 32.0;
     const double overhead = launch * layers_local * microbatches + opt_bytes / (hw.hbm_tbps * 1e12 * 0.7) + 0.02 + p2p;
 

@@ -72,6 +72,7 @@ struct Layout {
     Recompute recompute = Recompute::none;
     int recompute_layers = 0;       ///< full recompute: layers per stage recomputed; 0 means all
     bool offload_activations = false;
+    bool lora = false;              ///< LoRA/PEFT: base weights frozen (no weight gradients, grads or optimizer state)
     bool overlap_grad_reduce = true, overlap_param_gather = true, tp_comm_overlap = false;
     bool fusions = true, flash_attention = true, cuda_graphs = false, moe_grouped_gemm = true;
     Dispatcher dispatcher = Dispatcher::alltoall;
