@@ -54,8 +54,8 @@ ModelShape deepseek_like(int heads, int experts, int vocab, int dense_layers, in
     return m;
 }
 
-const std::array<NamedModel, 27>& models() {
-    static const std::array<NamedModel, 27> table{{
+const std::array<NamedModel, 28>& models() {
+    static const std::array<NamedModel, 28> table{{
         {"llama3_8b", "meta-llama/Meta-Llama-3-8B", dense(32, 4096, 14336, 32, 8, 128256)},
         {"llama3.1_8b", "meta-llama/Llama-3.1-8B", dense(32, 4096, 14336, 32, 8, 128256)},
         {"llama3_70b", "meta-llama/Meta-Llama-3-70B", dense(80, 8192, 28672, 64, 8, 128256)},
@@ -93,6 +93,9 @@ const std::array<NamedModel, 27>& models() {
         {"gpt3_20b", "gpt3-20b", dense(44, 6144, 24576, 48, 48, 50304, false)},
         {"nemotron_8b", "nemotron-8b", dense(32, 4096, 16384, 32, 32, 256000, false)},
         {"nemotron_22b", "nemotron-22b", dense(40, 6144, 24576, 48, 8, 256000, false)},
+        // Nemotron-4 15B (arXiv:2402.16819, Table 1: 32 layers, hidden 6144, 48 heads, 8 KV heads,
+        // 256k vocabulary, squared-ReLU MLP of 4h).
+        {"nemotron_15b", "nvidia/Nemotron-4-15B", dense(32, 6144, 24576, 48, 8, 256000, false)},
         {"nemotron_340b", "nvidia/Nemotron-4-340B-Base", dense(96, 18432, 73728, 96, 8, 256000, false)},
     }};
     return table;
