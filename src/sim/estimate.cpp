@@ -202,7 +202,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
         gemm_eff = 0.5 * gemm_eff + 0.5 * gemm_efficiency(m.moe_ffn / double(l.etp), expert_tokens, l, hw) *
                                         (l.moe_grouped_gemm ? 0.6 : 0.4);
     }
-    const double attn_eff = (l.flash_attention ? 0.42 : 0.25) * (tokens_mb / (tokens_mb + 1024.0));
+    const double attn_eff = (l.flash_attention ? hw.flash_attention_efficiency : 0.25) * (tokens_mb / (tokens_mb + 1024.0));
     double compute = gemm_flops / (peak * gemm_eff) + attn_flops / (hw.bf16_tflops * 1e12 * attn_eff);
     // Element-wise work (norms, activations, residuals, MoE permutation) is bound by HBM bandwidth.
     const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.experts > 0 ? 1.0 + 3.0 * m.topk : 1.0);

@@ -18,6 +18,7 @@ struct Hardware {
     double hbm_tbps = 0;            ///< HBM bandwidth, TB/s
     double nvlink_gbps = 0;         ///< NVLink per GPU, bidirectional GB/s
     double network_gbps = 0;        ///< scale-out per GPU, GB/s (400 Gb/s = 50 GB/s)
+    double flash_attention_efficiency = 0.42;   ///< fused attention fwd+bwd against the BF16 peak
 };
 
 /// The catalogue entry for `name` (h100, h100_500w, h200, b200; case-insensitive; an exact name
