@@ -88,6 +88,27 @@ double noncausal_flops_per_token(const ModelShape& m) {
     return without_attention + 2.0 * (causal - without_attention);
 }
 
+// A source that states no tensor or pipeline size (the Megatron-LM strong-scaling endpoints) ran the
+// layout its authors tuned: the fastest one that fits memory among tp ≤ 8 (inside a node), pipelines
+// that divide the layers, interleaving and micro-batches of 1-4, keeping the published batch.
+Estimate best_layout(const Hardware& hw, const ModelShape& m, Layout l, int gpus) {
+    Estimate best;
+    for (const int tp : {1, 2, 4, 8}) {
+        for (int pp = 1; pp <= 32; ++pp) {
+            if (m.layers % pp != 0 || gpus % (tp * pp * l.cp) != 0) continue;
+            for (const int vpp : {1, 2, 3, 4, 6, 8}) {
+                if (m.layers % (pp * vpp) != 0 || (vpp > 1 && pp == 1)) continue;
+                for (const int mbs : {1, 2, 4}) {
+                    l.tp = tp, l.pp = pp, l.vpp = vpp, l.mbs = mbs, l.dp = 0, l.sequence_parallel = tp > 1;
+                    const Estimate e = estimate(hw, m, l);
+                    if (e.valid && e.fits && e.tokens_per_s_per_gpu > best.tokens_per_s_per_gpu) best = e;
+                }
+            }
+        }
+    }
+    return best;
+}
+
 void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationRow& row) {
     const std::string& model_key = c.get(r, "model_key");
     std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : find_model(model_key);
@@ -142,7 +163,10 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     std::smatch match;
     if (std::regex_search(notes, match, mem)) row.published_mem_gib = std::stod(match[1]);
 
-    const Estimate e = estimate(*hardware, *model, l);
+    const bool unpublished_layout = util::trim(c.get(r, "tp")).empty() && util::trim(c.get(r, "pp")).empty();
+    if (unpublished_layout) l.gbs = leading_int(c.get(r, "gbs"), l.gbs);   // not widened to the tp = 1 dp
+    const Estimate e = unpublished_layout ? best_layout(*hardware, *model, l, gpus) : estimate(*hardware, *model, l);
+    if (unpublished_layout && !e.valid) return void(row.why_not = "no layout fits");
     if (!e.valid) return void(row.why_not = e.problem);
     row.modelled = row.published_tokens > 0;
     row.estimated_tokens = e.tokens_per_s_per_gpu;
