@@ -232,13 +232,15 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     double tp_comm = 4.0 * layers_local * microbatches * ring_time(tp_bytes, l.tp, tp_link.gbps, tp_link.efficiency);
     if (l.tp_comm_overlap && l.tp <= l.gpus_per_node) tp_comm *= 0.3;
 
-    // Context parallel: K/V blocks passed c−1 times, mostly hidden behind attention.
+    // Context parallel: K/V blocks passed c−1 times, mostly hidden behind attention. Ring attention also
+    // splits each rank's attention into 2·cp causal blocks merged by online softmax (extra launches and a
+    // rescaling pass): about 15 % more attention time. The GEMMs are untouched by cp.
     const double kv_width = m.mla ? m.hidden / 4.0 : double(m.kv_heads) * head_dim(m);
     const Link cp_link = link_for(hw, l, l.cp, l.tp);
     const double cp_bytes = 2.0 * tokens_mb * kv_width * 2.0 / std::max(1, l.tp);
     const double cp_raw = 3.0 * layers_local * microbatches * (l.cp - 1) * cp_bytes / (cp_link.gbps * 1e9 * cp_link.efficiency);
     const double cp_comm = l.cp > 1 ? std::max(0.15 * cp_raw, cp_raw - 0.5 * attn_flops / (hw.bf16_tflops * 1e12 * attn_eff)) +
-                                          0.10 * compute : 0.0;
+                                          0.15 * attn_flops / (hw.bf16_tflops * 1e12 * attn_eff) : 0.0;
 
     // Expert parallel all-to-all: dispatch and combine, forward and backward, per MoE layer.
     double ep_comm = 0;
