@@ -210,8 +210,13 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     if (m.experts > 0) {
         // Expert GEMMs see only the tokens routed to them; without grouped GEMM each runs alone.
         const double expert_tokens = tokens_mb * m.topk * l.ep / m.experts;
-        gemm_eff = 0.5 * gemm_eff + 0.5 * gemm_efficiency(m.moe_ffn / double(l.etp), expert_tokens, l, hw) *
-                                        (l.moe_grouped_gemm ? 0.6 : 0.4);
+        // The step spends each GEMM's FLOPs at its own rate: weight the two rates by the routed experts'
+        // share of the FLOPs (a harmonic mean), attention/shared/dense/output GEMMs at the hidden width.
+        const double routed = (moe_layers(m) + m.mtp_layers) * m.topk * expert_params(m) / active_gemm_params(m);
+        const double dense_eff = gemm_efficiency(double(m.hidden) / l.tp, tokens_mb, l, hw);
+        const double expert_eff = gemm_efficiency(m.moe_ffn / double(l.etp), expert_tokens, l, hw) *
+                                  (l.moe_grouped_gemm ? 0.6 : 0.4);
+        gemm_eff = 1.0 / ((1.0 - routed) / dense_eff + routed / expert_eff);
     }
     const double attn_eff = (l.flash_attention ? hw.flash_attention_efficiency : 0.25) * (tokens_mb / (tokens_mb + 1024.0));
     double compute = gemm_flops / (peak * gemm_eff) + attn_flops / (hw.bf16_tflops * 1e12 * attn_eff);
