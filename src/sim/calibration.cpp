@@ -146,7 +146,9 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     const std::string framework = c.get(r, "framework");
     const bool megatron = contains(framework, "megatron") || (contains(framework, "nemo") && !contains(framework, "automodel"));
     l.sequence_parallel = l.tp > 1;
-    l.fusions = megatron;   // PyTorch-native stacks lack Transformer Engine's fused kernels
+    // PyTorch-native stacks lack Transformer Engine's fused kernels unless the row says it ran them
+    // (Automodel's "kernels=TE + ..." column).
+    l.fusions = megatron || contains(c.get(r, "notes"), "kernels=te");
     l.tp_comm_overlap = megatron || contains(precision, "asynctp");
     const std::string task = c.get(r, "task");
     l.lora = contains(task, "lora") || contains(task, "peft");
