@@ -167,7 +167,18 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
 
     const bool unpublished_layout = util::trim(c.get(r, "tp")).empty() && util::trim(c.get(r, "pp")).empty();
     if (unpublished_layout) l.gbs = leading_int(c.get(r, "gbs"), l.gbs);   // not widened to the tp = 1 dp
-    const Estimate e = unpublished_layout ? best_layout(*hardware, *model, l, gpus) : estimate(*hardware, *model, l);
+    Estimate e = unpublished_layout ? best_layout(*hardware, *model, l, gpus) : estimate(*hardware, *model, l);
+    // An MoE row that states no expert-parallel size (Automodel's "-") ran the one its recipe tuned:
+    // the fastest power of two that divides the experts and fits in a pipeline stage.
+    if (model->experts > 0 && leading_int(c.get(r, "ep"), 0) == 0 && e.valid) {
+        for (int ep = 2; ep <= model->experts && ep * l.etp <= gpus / l.pp; ep *= 2) {
+            l.ep = ep;
+            const Estimate candidate = estimate(*hardware, *model, l);
+            if (candidate.valid && (candidate.fits || !e.fits) && candidate.tokens_per_s_per_gpu > e.tokens_per_s_per_gpu) {
+                e = candidate;
+            }
+        }
+    }
     if (unpublished_layout && !e.valid) return void(row.why_not = "no layout fits");
     if (!e.valid) return void(row.why_not = e.problem);
     row.modelled = row.published_tokens > 0;
