@@ -77,17 +77,6 @@ Link link_for(const Hardware& hw, const Layout& l, int size, int stride) {
     return {hw.network_gbps, 0.8};
 }
 
-// Ring reduce-scatter / all-gather across nodes: NCCL runs one ring channel per rail, so with k of the
-// group's ranks on each node (one NIC per GPU) k rings cross each node boundary in parallel, each with
-// 1/k of the data: the ring sees k NICs' bandwidth, up to what NVLink carries inside the node. A group
-// of one rank per node (data parallel across tp = 8) gets one NIC. Point-to-point and all-to-all
-// traffic still leaves through each rank's own NIC (link_for).
-Link ring_link_for(const Hardware& hw, const Layout& l, int size, int stride) {
-    if (size * stride <= l.gpus_per_node) return link_for(hw, l, size, stride);
-    const int rails = std::clamp(l.gpus_per_node / std::max(1, stride), 1, size);
-    return {std::min(hw.nvlink_gbps / 2, hw.network_gbps * rails), 0.8};
-}
-
 double params_per_gpu_dense(const ModelShape& m, const Layout& l) {
     const double per_layer = attention_params(m) + (m.experts > 0 ? shared_params(m) : dense_mlp_params(m));
     const double layers = double(m.layers) / l.pp;
@@ -267,7 +256,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // Data parallel: reduce-scatter of fp32 grads and all-gather of bf16 params; hidden by overlap.
     const double dense_params = params_per_gpu_dense(m, l);
     const double expert_local = params_per_gpu_expert(m, l);
-    const Link dp_link = ring_link_for(hw, l, dp * l.cp, l.tp);
+    const Link dp_link = link_for(hw, l, dp * l.cp, l.tp);
     const int dense_dp = dp * l.cp;
     const int expert_dp = std::max(1, world / (l.ep * l.etp * l.pp));
     double dp_raw = 0;
