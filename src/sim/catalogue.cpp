@@ -51,6 +51,18 @@ ModelShape with_head_dim(ModelShape m, int head_dim) {
     return m;
 }
 
+// Nemotron 3 Nano 30B-A3B (Megatron-LM examples/post_training/modelopt/conf/nvidia/
+// NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.sh): 52 blocks, pattern MEMEM*EMEMEM*..., 23 Mamba-2 (64 heads
+// of 64, state 128 and 8 groups by Megatron's defaults), 23 MoE (128 experts, top-6, width 1856, one
+// shared expert of 3712, squared ReLU), 6 GQA attention (32 heads, 2 groups, 128 wide); hidden 2688;
+// 131072 vocabulary (Nemotron-H tokenizer), untied embeddings.
+ModelShape nemotron3_nano() {
+    ModelShape m = moe(dense(52, 2688, 0, 32, 2, 131072, false), 128, 6, 1856, 3712, 52 - 23);
+    m.head_dim = 128, m.attention_layers = 6, m.mamba_layers = 23;
+    m.mamba_heads = 64, m.mamba_head_dim = 64, m.mamba_state = 128, m.mamba_groups = 8;
+    return m;
+}
+
 ModelShape deepseek_like(int heads, int experts, int vocab, int dense_layers, int mtp) {
     ModelShape m = moe(dense(61, 7168, 18432, heads, heads, vocab), experts, 8, 2048, 2048, dense_layers);
     m.mla = true, m.q_lora_rank = 1536, m.kv_lora_rank = 512, m.qk_nope_dim = 128, m.qk_rope_dim = 64;
@@ -58,8 +70,8 @@ ModelShape deepseek_like(int heads, int experts, int vocab, int dense_layers, in
     return m;
 }
 
-const std::array<NamedModel, 28>& models() {
-    static const std::array<NamedModel, 28> table{{
+const std::array<NamedModel, 29>& models() {
+    static const std::array<NamedModel, 29> table{{
         {"llama3_8b", "meta-llama/Meta-Llama-3-8B", dense(32, 4096, 14336, 32, 8, 128256)},
         {"llama3.1_8b", "meta-llama/Llama-3.1-8B", dense(32, 4096, 14336, 32, 8, 128256)},
         {"llama3_70b", "meta-llama/Meta-Llama-3-70B", dense(80, 8192, 28672, 64, 8, 128256)},
@@ -100,6 +112,7 @@ const std::array<NamedModel, 28>& models() {
         // Nemotron-4 15B (arXiv:2402.16819, Table 1: 32 layers, hidden 6144, 48 heads, 8 KV heads,
         // 256k vocabulary, squared-ReLU MLP of 4h).
         {"nemotron_15b", "nvidia/Nemotron-4-15B", dense(32, 6144, 24576, 48, 8, 256000, false)},
+        {"nemotron3_nano_30b_a3b", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", nemotron3_nano()},
         {"nemotron_340b", "nvidia/Nemotron-4-340B-Base", dense(96, 18432, 73728, 96, 8, 256000, false)},
     }};
     return table;

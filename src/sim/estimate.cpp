@@ -15,6 +15,21 @@ int head_dim(const ModelShape& m) { return m.head_dim > 0 ? m.head_dim : m.hidde
 int moe_layers(const ModelShape& m) { return m.experts > 0 ? m.layers - m.dense_layers : 0; }
 int dense_mlp_layers(const ModelShape& m) { return m.layers - moe_layers(m); }
 double mlp_matrices(const ModelShape& m) { return m.gated_mlp ? 3.0 : 2.0; }
+int attention_layers(const ModelShape& m) { return m.attention_layers > 0 ? m.attention_layers : m.layers; }
+
+// A Mamba-2 mixer's projections: in_proj to x, z (d_inner each), B, C (groups·state each) and the
+// per-head dt; out_proj back to hidden.
+double mamba_params(const ModelShape& m) {
+    const double inner = double(m.mamba_heads) * m.mamba_head_dim;
+    return m.hidden * (2.0 * inner + 2.0 * m.mamba_groups * m.mamba_state + m.mamba_heads) + inner * m.hidden;
+}
+
+// The SSD scan (Dao & Gu 2024) per token, forward and backward (3× forward): the state update and
+// read-out (2·inner·state each) and the intra-chunk quadratic part (chunk 128, inner wide).
+double mamba_scan_flops(const ModelShape& m) {
+    const double inner = double(m.mamba_heads) * m.mamba_head_dim;
+    return 3.0 * 2.0 * inner * (2.0 * m.mamba_state + 128.0);
+}
 
 // Parameters of one layer's attention block (§1b; MLA variant for DeepSeek-style models).
 double attention_params(const ModelShape& m) {
@@ -41,8 +56,8 @@ double shared_params(const ModelShape& m) { return mlp_matrices(m) * m.hidden * 
 
 // Parameters each token multiplies through (GEMM work), without embeddings.
 double active_gemm_params(const ModelShape& m) {
-    const double layers = m.layers + m.mtp_layers;
-    return layers * attention_params(m) + dense_mlp_layers(m) * dense_mlp_params(m) +
+    return (attention_layers(m) + m.mtp_layers) * attention_params(m) + m.mamba_layers * mamba_params(m) +
+           dense_mlp_layers(m) * dense_mlp_params(m) +
            (moe_layers(m) + m.mtp_layers * (m.experts > 0)) * (m.topk * expert_params(m) + shared_params(m)) +
            m.mtp_layers * (m.experts > 0 ? 0.0 : dense_mlp_params(m)) + double(m.hidden) * m.vocab * (1 + m.mtp_layers);
 }
@@ -78,7 +93,8 @@ Link link_for(const Hardware& hw, const Layout& l, int size, int stride) {
 }
 
 double params_per_gpu_dense(const ModelShape& m, const Layout& l) {
-    const double per_layer = attention_params(m) + (m.experts > 0 ? shared_params(m) : dense_mlp_params(m));
+    const double per_layer = (attention_layers(m) * attention_params(m) + m.mamba_layers * mamba_params(m)) / m.layers +
+                             (m.experts > 0 ? shared_params(m) * moe_layers(m) / m.layers : dense_mlp_params(m));
     const double layers = double(m.layers) / l.pp;
     const double embed = double(m.hidden) * m.vocab * (l.pp == 1 ? 2.0 : 1.0);
     return (per_layer * layers + m.dense_layers * (m.experts > 0) * dense_mlp_params(m) / l.pp + embed) / l.tp;
@@ -168,12 +184,14 @@ const char* check(const ModelShape& m, const Layout& l, int world, int dp) {
 }  // namespace
 
 double total_params(const ModelShape& m) {
-    return m.layers * attention_params(m) + dense_mlp_layers(m) * dense_mlp_params(m) +
+    return attention_layers(m) * attention_params(m) + m.mamba_layers * mamba_params(m) +
+           dense_mlp_layers(m) * dense_mlp_params(m) +
            moe_layers(m) * (m.experts * expert_params(m) + shared_params(m)) + 2.0 * m.hidden * m.vocab;
 }
 
 double flops_per_token(const ModelShape& m) {
-    return 6.0 * active_gemm_params(m) + core_attention_flops_per_seq(m) * m.seq_len * (m.layers + m.mtp_layers);
+    return 6.0 * active_gemm_params(m) + core_attention_flops_per_seq(m) * m.seq_len * (attention_layers(m) + m.mtp_layers) +
+           m.mamba_layers * mamba_scan_flops(m);
 }
 
 Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
@@ -192,7 +210,9 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // LoRA freezes the base weights: the backward pass computes input gradients (2N) but no weight
     // gradients (2N), so the GEMM work is 4N per token instead of 6N (the adapters' rank-r GEMMs are small).
     const double gemm_flops = (l.lora ? 4.0 : 6.0) * active_gemm_params(m) * tokens_step_gpu;
-    const double attn_flops = core_attention_flops_per_seq(m) * m.seq_len * (m.layers + m.mtp_layers) * tokens_step_gpu;
+    // Core attention and the Mamba scans run in BF16 kernels of their own (the scan at the attention rate).
+    const double attn_flops = (core_attention_flops_per_seq(m) * m.seq_len * (attention_layers(m) + m.mtp_layers) +
+                               m.mamba_layers * mamba_scan_flops(m)) * tokens_step_gpu;
     const double peak = (l.precision == Precision::fp8 ? hw.fp8_tflops : hw.bf16_tflops) * 1e12;
     const double width = double(m.experts > 0 ? std::max(m.hidden, m.moe_ffn) : m.hidden) / l.tp;
     double gemm_eff = gemm_efficiency(width, tokens_mb, l, hw);
@@ -210,8 +230,9 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     const double attn_eff = (l.flash_attention ? hw.flash_attention_efficiency : 0.25) * (tokens_mb / (tokens_mb + 1024.0));
     double compute = gemm_flops / (peak * gemm_eff) + attn_flops / (hw.bf16_tflops * 1e12 * attn_eff);
     // Element-wise work (norms, activations, residuals, MoE permutation) is bound by HBM bandwidth.
-    const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.experts > 0 ? 1.0 + 3.0 * m.topk : 1.0);
-    compute += tokens_step_gpu * m.layers * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
+    // MoE permutation traffic only in the MoE layers.
+    const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.layers + 3.0 * m.topk * moe_layers(m));
+    compute += tokens_step_gpu * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
     if (l.recompute == Recompute::full) {
         const double share = l.recompute_layers > 0 ? std::min(1.0, double(l.recompute_layers) * l.pp / m.layers) : 1.0;
         compute *= 1.0 + share * (l.lora ? 0.5 : 1.0 / 3.0);   // forward replayed: 2N of 6N, or of 4N under LoRA

@@ -45,6 +45,12 @@ struct ModelShape {
     int mtp_layers = 0;
     bool mla = false;
     int q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
+    /// Hybrid Mamba models (Nemotron-H / Nemotron 3): `layers` counts every block; only
+    /// `attention_layers` of them hold attention (0 means all), `mamba_layers` hold a Mamba-2 mixer,
+    /// and the MLP/MoE blocks are `layers - dense_layers` (the dense ones have ffn = 0).
+    int attention_layers = 0;
+    int mamba_layers = 0;
+    int mamba_heads = 0, mamba_head_dim = 0, mamba_state = 0, mamba_groups = 0;
 };
 
 /// A well-known architecture by Hugging Face id (`meta-llama/Llama-3.1-70B`) or short key
