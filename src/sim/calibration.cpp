@@ -59,7 +59,9 @@ std::optional<ModelShape> model_from_name(const std::string& name) {
     static const std::vector<std::pair<std::string, std::string>> aliases{
         {"qwen2.5 7b", "qwen2.5_7b"},     {"qwen2.5 32b", "qwen2.5_32b"}, {"gpt-3 175b", "gpt3_175b"},
         {"gpt3-5b", "gpt3_5b"},           {"gpt3-20b", "gpt3_20b"},       {"nemotron-8b", "nemotron_8b"},
-        {"nemotron-22b", "nemotron_22b"}, {"nemotron-340b", "nemotron_340b"}};
+        {"nemotron-22b", "nemotron_22b"},
+        {"nemotron-15b", "nemotron_15b"}, {"nemotron_3_nano", "nemotron3_nano_30b_a3b"},
+        {"nemotron v3 nano", "nemotron3_nano_30b_a3b"}, {"nemotron-340b", "nemotron_340b"}};
     const std::string lowered = util::to_lower(name);
     for (const auto& [prefix, key] : aliases) {
         if (lowered.starts_with(prefix)) return find_model(key);
@@ -87,10 +89,33 @@ double noncausal_flops_per_token(const ModelShape& m) {
     return without_attention + 2.0 * (causal - without_attention);
 }
 
+// A source that states no tensor or pipeline size (the Megatron-LM strong-scaling endpoints) ran the
+// layout its authors tuned: the fastest one that fits memory among tp ≤ 8 (inside a node), pipelines
+// that divide the layers, interleaving and micro-batches of 1-4, keeping the published batch.
+Estimate best_layout(const Hardware& hw, const ModelShape& m, Layout l, int gpus) {
+    Estimate best;
+    for (const int tp : {1, 2, 4, 8}) {
+        for (int pp = 1; pp <= 32; ++pp) {
+            if (m.layers % pp != 0 || gpus % (tp * pp * l.cp) != 0) continue;
+            for (const int vpp : {1, 2, 3, 4, 6, 8}) {
+                if (m.layers % (pp * vpp) != 0 || (vpp > 1 && pp == 1)) continue;
+                for (const int mbs : {1, 2, 4}) {
+                    l.tp = tp, l.pp = pp, l.vpp = vpp, l.mbs = mbs, l.dp = 0, l.sequence_parallel = tp > 1;
+                    const Estimate e = estimate(hw, m, l);
+                    if (e.valid && e.fits && e.tokens_per_s_per_gpu > best.tokens_per_s_per_gpu) best = e;
+                }
+            }
+        }
+    }
+    return best;
+}
+
 void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationRow& row) {
     const std::string& model_key = c.get(r, "model_key");
     std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : find_model(model_key);
-    const auto hardware = find_hardware(c.get(r, "gpu"));
+    // The `system` column names the machine measured; a 500 W-capped H100 (Grand Teton) is its own part.
+    const bool capped = contains(c.get(r, "system"), "500w") && contains(c.get(r, "gpu"), "h100");
+    const auto hardware = find_hardware(capped ? "h100_500w" : c.get(r, "gpu"));
     if (!model) return void(row.why_not = "model not in the catalogue");
     if (!hardware) return void(row.why_not = "GPU not in the catalogue");
     model->seq_len = leading_int(c.get(r, "seq_len"), 0);
@@ -122,8 +147,12 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     const std::string framework = c.get(r, "framework");
     const bool megatron = contains(framework, "megatron") || (contains(framework, "nemo") && !contains(framework, "automodel"));
     l.sequence_parallel = l.tp > 1;
-    l.fusions = megatron;   // PyTorch-native stacks lack Transformer Engine's fused kernels
+    // PyTorch-native stacks lack Transformer Engine's fused kernels unless the row says it ran them
+    // (Automodel's "kernels=TE + ..." column).
+    l.fusions = megatron || contains(c.get(r, "notes"), "kernels=te");
     l.tp_comm_overlap = megatron || contains(precision, "asynctp");
+    const std::string task = c.get(r, "task");
+    l.lora = contains(task, "lora") || contains(task, "peft");
     const std::string notes = c.get(r, "notes");
     l.cuda_graphs = contains(notes, "cuda_graph");
     l.dispatcher = contains(notes, "hybridep") || contains(notes, "deepep") || contains(notes, "flex") ? Dispatcher::flex
@@ -137,7 +166,21 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     std::smatch match;
     if (std::regex_search(notes, match, mem)) row.published_mem_gib = std::stod(match[1]);
 
-    const Estimate e = estimate(*hardware, *model, l);
+    const bool unpublished_layout = util::trim(c.get(r, "tp")).empty() && util::trim(c.get(r, "pp")).empty();
+    if (unpublished_layout) l.gbs = leading_int(c.get(r, "gbs"), l.gbs);   // not widened to the tp = 1 dp
+    Estimate e = unpublished_layout ? best_layout(*hardware, *model, l, gpus) : estimate(*hardware, *model, l);
+    // An MoE row that states no expert-parallel size (Automodel's "-") ran the one its recipe tuned:
+    // the fastest power of two that divides the experts and fits in a pipeline stage.
+    if (model->experts > 0 && leading_int(c.get(r, "ep"), 0) == 0 && e.valid) {
+        for (int ep = 2; ep <= model->experts && ep * l.etp <= gpus / l.pp; ep *= 2) {
+            l.ep = ep;
+            const Estimate candidate = estimate(*hardware, *model, l);
+            if (candidate.valid && (candidate.fits || !e.fits) && candidate.tokens_per_s_per_gpu > e.tokens_per_s_per_gpu) {
+                e = candidate;
+            }
+        }
+    }
+    if (unpublished_layout && !e.valid) return void(row.why_not = "no layout fits");
     if (!e.valid) return void(row.why_not = e.problem);
     row.modelled = row.published_tokens > 0;
     row.estimated_tokens = e.tokens_per_s_per_gpu;

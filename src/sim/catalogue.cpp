@@ -12,10 +12,19 @@ namespace attune::sim {
 namespace {
 
 // Usable HBM: nvidia-smi totals (H100 81559 MiB, H200 143771 MiB; AWS p6-b200 179 GiB).
+// h100_500w: Meta's Grand Teton H100 (torchtitan's benchmarks; hardware.md): the same GH100 die with
+// 96 GB HBM2e at 2.4 TB/s and a 500 W cap. Under the cap, dense GEMMs hold about 1.6 GHz instead of
+// the 700 W part's 1.98 GHz boost (the 350 W H100 PCIe is rated 756 TF BF16 at a similar clock with
+// fewer SMs), so its sustained peaks are taken as 1.6/1.98 of the SXM part's.
+// Fused attention (forward + backward, causal) on Hopper: the cuDNN / FlashAttention-2 kernels that
+// Megatron, NeMo and PyTorch SDPA run approach about 350 TF/s on H100 (the backward pass, at about 30 %
+// of peak, dominates); FlashAttention-3's warp-specialised kernels are faster but not what these stacks
+// ran. Blackwell's cuDNN attention (tcgen05, tensor memory) keeps a larger share of a larger peak.
 constexpr std::array k_hardware{
-    Hardware{"h100", 989.4, 1978.9, 79.6, 3.35, 900, 50},
-    Hardware{"h200", 989.4, 1978.9, 140.4, 4.8, 900, 50},
-    Hardware{"b200", 2250, 4500, 179, 8.0, 1800, 50},
+    Hardware{"h100", 989.4, 1978.9, 79.6, 3.35, 900, 50, 0.36},
+    Hardware{"h100_500w", 800, 1600, 94.0, 2.4, 900, 50, 0.36},
+    Hardware{"h200", 989.4, 1978.9, 140.4, 4.8, 900, 50, 0.36},
+    Hardware{"b200", 2250, 4500, 179, 8.0, 1800, 50, 0.42},
 };
 
 struct NamedModel {
@@ -42,6 +51,18 @@ ModelShape with_head_dim(ModelShape m, int head_dim) {
     return m;
 }
 
+// Nemotron 3 Nano 30B-A3B (Megatron-LM examples/post_training/modelopt/conf/nvidia/
+// NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.sh): 52 blocks, pattern MEMEM*EMEMEM*..., 23 Mamba-2 (64 heads
+// of 64, state 128 and 8 groups by Megatron's defaults), 23 MoE (128 experts, top-6, width 1856, one
+// shared expert of 3712, squared ReLU), 6 GQA attention (32 heads, 2 groups, 128 wide); hidden 2688;
+// 131072 vocabulary (Nemotron-H tokenizer), untied embeddings.
+ModelShape nemotron3_nano() {
+    ModelShape m = moe(dense(52, 2688, 0, 32, 2, 131072, false), 128, 6, 1856, 3712, 52 - 23);
+    m.head_dim = 128, m.attention_layers = 6, m.mamba_layers = 23;
+    m.mamba_heads = 64, m.mamba_head_dim = 64, m.mamba_state = 128, m.mamba_groups = 8;
+    return m;
+}
+
 ModelShape deepseek_like(int heads, int experts, int vocab, int dense_layers, int mtp) {
     ModelShape m = moe(dense(61, 7168, 18432, heads, heads, vocab), experts, 8, 2048, 2048, dense_layers);
     m.mla = true, m.q_lora_rank = 1536, m.kv_lora_rank = 512, m.qk_nope_dim = 128, m.qk_rope_dim = 64;
@@ -49,8 +70,8 @@ ModelShape deepseek_like(int heads, int experts, int vocab, int dense_layers, in
     return m;
 }
 
-const std::array<NamedModel, 27>& models() {
-    static const std::array<NamedModel, 27> table{{
+const std::array<NamedModel, 29>& models() {
+    static const std::array<NamedModel, 29> table{{
         {"llama3_8b", "meta-llama/Meta-Llama-3-8B", dense(32, 4096, 14336, 32, 8, 128256)},
         {"llama3.1_8b", "meta-llama/Llama-3.1-8B", dense(32, 4096, 14336, 32, 8, 128256)},
         {"llama3_70b", "meta-llama/Meta-Llama-3-70B", dense(80, 8192, 28672, 64, 8, 128256)},
@@ -88,6 +109,10 @@ const std::array<NamedModel, 27>& models() {
         {"gpt3_20b", "gpt3-20b", dense(44, 6144, 24576, 48, 48, 50304, false)},
         {"nemotron_8b", "nemotron-8b", dense(32, 4096, 16384, 32, 32, 256000, false)},
         {"nemotron_22b", "nemotron-22b", dense(40, 6144, 24576, 48, 8, 256000, false)},
+        // Nemotron-4 15B (arXiv:2402.16819, Table 1: 32 layers, hidden 6144, 48 heads, 8 KV heads,
+        // 256k vocabulary, squared-ReLU MLP of 4h).
+        {"nemotron_15b", "nvidia/Nemotron-4-15B", dense(32, 6144, 24576, 48, 8, 256000, false)},
+        {"nemotron3_nano_30b_a3b", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", nemotron3_nano()},
         {"nemotron_340b", "nvidia/Nemotron-4-340B-Base", dense(96, 18432, 73728, 96, 8, 256000, false)},
     }};
     return table;
@@ -98,7 +123,10 @@ const std::array<NamedModel, 27>& models() {
 std::optional<Hardware> find_hardware(std::string_view name) {
     const std::string lowered = util::to_lower(util::trim(name));
     for (const auto& hardware : k_hardware) {
-        if (lowered == hardware.name || lowered.starts_with(std::string(hardware.name))) return hardware;
+        if (lowered == hardware.name) return hardware;
+    }
+    for (const auto& hardware : k_hardware) {
+        if (lowered.starts_with(std::string(hardware.name))) return hardware;
     }
     return std::nullopt;
 }

@@ -15,6 +15,21 @@ int head_dim(const ModelShape& m) { return m.head_dim > 0 ? m.head_dim : m.hidde
 int moe_layers(const ModelShape& m) { return m.experts > 0 ? m.layers - m.dense_layers : 0; }
 int dense_mlp_layers(const ModelShape& m) { return m.layers - moe_layers(m); }
 double mlp_matrices(const ModelShape& m) { return m.gated_mlp ? 3.0 : 2.0; }
+int attention_layers(const ModelShape& m) { return m.attention_layers > 0 ? m.attention_layers : m.layers; }
+
+// A Mamba-2 mixer's projections: in_proj to x, z (d_inner each), B, C (groups·state each) and the
+// per-head dt; out_proj back to hidden.
+double mamba_params(const ModelShape& m) {
+    const double inner = double(m.mamba_heads) * m.mamba_head_dim;
+    return m.hidden * (2.0 * inner + 2.0 * m.mamba_groups * m.mamba_state + m.mamba_heads) + inner * m.hidden;
+}
+
+// The SSD scan (Dao & Gu 2024) per token, forward and backward (3× forward): the state update and
+// read-out (2·inner·state each) and the intra-chunk quadratic part (chunk 128, inner wide).
+double mamba_scan_flops(const ModelShape& m) {
+    const double inner = double(m.mamba_heads) * m.mamba_head_dim;
+    return 3.0 * 2.0 * inner * (2.0 * m.mamba_state + 128.0);
+}
 
 // Parameters of one layer's attention block (§1b; MLA variant for DeepSeek-style models).
 double attention_params(const ModelShape& m) {
@@ -41,8 +56,8 @@ double shared_params(const ModelShape& m) { return mlp_matrices(m) * m.hidden * 
 
 // Parameters each token multiplies through (GEMM work), without embeddings.
 double active_gemm_params(const ModelShape& m) {
-    const double layers = m.layers + m.mtp_layers;
-    return layers * attention_params(m) + dense_mlp_layers(m) * dense_mlp_params(m) +
+    return (attention_layers(m) + m.mtp_layers) * attention_params(m) + m.mamba_layers * mamba_params(m) +
+           dense_mlp_layers(m) * dense_mlp_params(m) +
            (moe_layers(m) + m.mtp_layers * (m.experts > 0)) * (m.topk * expert_params(m) + shared_params(m)) +
            m.mtp_layers * (m.experts > 0 ? 0.0 : dense_mlp_params(m)) + double(m.hidden) * m.vocab * (1 + m.mtp_layers);
 }
@@ -78,7 +93,8 @@ Link link_for(const Hardware& hw, const Layout& l, int size, int stride) {
 }
 
 double params_per_gpu_dense(const ModelShape& m, const Layout& l) {
-    const double per_layer = attention_params(m) + (m.experts > 0 ? shared_params(m) : dense_mlp_params(m));
+    const double per_layer = (attention_layers(m) * attention_params(m) + m.mamba_layers * mamba_params(m)) / m.layers +
+                             (m.experts > 0 ? shared_params(m) * moe_layers(m) / m.layers : dense_mlp_params(m));
     const double layers = double(m.layers) / l.pp;
     const double embed = double(m.hidden) * m.vocab * (l.pp == 1 ? 2.0 : 1.0);
     return (per_layer * layers + m.dense_layers * (m.experts > 0) * dense_mlp_params(m) / l.pp + embed) / l.tp;
@@ -112,7 +128,11 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
     const int expert_dp = std::max(1, l.nodes * l.gpus_per_node / (l.ep * l.etp * l.pp));
     const double dense_dp = dp * l.cp;
     const double fp8_copy = l.precision == Precision::fp8 ? 1.0 : 0.0;
-    if (l.sharding == Sharding::fsdp) {
+    if (l.lora) {
+        // Frozen base weights: bf16 (and FP8) copies only; the adapters' grads and state are a rounding error.
+        const double shard = l.sharding == Sharding::fsdp ? (l.fsdp_shard > 0 ? l.fsdp_shard : dense_dp) : 1.0;
+        mem.params = (dense / shard + experts) * (2 + fp8_copy);
+    } else if (l.sharding == Sharding::fsdp) {
         const double shard = l.fsdp_shard > 0 ? l.fsdp_shard : dense_dp;
         mem.params = (dense / shard + experts / std::max(1, expert_dp)) * (2 + fp8_copy) +
                      params_per_gpu_dense(m, l) / m.layers * l.pp * 2 * 2;   // two gathered layers in flight
@@ -164,12 +184,14 @@ const char* check(const ModelShape& m, const Layout& l, int world, int dp) {
 }  // namespace
 
 double total_params(const ModelShape& m) {
-    return m.layers * attention_params(m) + dense_mlp_layers(m) * dense_mlp_params(m) +
+    return attention_layers(m) * attention_params(m) + m.mamba_layers * mamba_params(m) +
+           dense_mlp_layers(m) * dense_mlp_params(m) +
            moe_layers(m) * (m.experts * expert_params(m) + shared_params(m)) + 2.0 * m.hidden * m.vocab;
 }
 
 double flops_per_token(const ModelShape& m) {
-    return 6.0 * active_gemm_params(m) + core_attention_flops_per_seq(m) * m.seq_len * (m.layers + m.mtp_layers);
+    return 6.0 * active_gemm_params(m) + core_attention_flops_per_seq(m) * m.seq_len * (attention_layers(m) + m.mtp_layers) +
+           m.mamba_layers * mamba_scan_flops(m);
 }
 
 Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
@@ -185,25 +207,35 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     const double tokens_step_gpu = double(l.gbs) * m.seq_len / world;
 
     // Compute (§1b): GEMMs at a size-dependent efficiency, core attention in BF16 kernels.
-    const double gemm_flops = 6.0 * active_gemm_params(m) * tokens_step_gpu;
-    const double attn_flops = core_attention_flops_per_seq(m) * m.seq_len * (m.layers + m.mtp_layers) * tokens_step_gpu;
+    // LoRA freezes the base weights: the backward pass computes input gradients (2N) but no weight
+    // gradients (2N), so the GEMM work is 4N per token instead of 6N (the adapters' rank-r GEMMs are small).
+    const double gemm_flops = (l.lora ? 4.0 : 6.0) * active_gemm_params(m) * tokens_step_gpu;
+    // Core attention and the Mamba scans run in BF16 kernels of their own (the scan at the attention rate).
+    const double attn_flops = (core_attention_flops_per_seq(m) * m.seq_len * (attention_layers(m) + m.mtp_layers) +
+                               m.mamba_layers * mamba_scan_flops(m)) * tokens_step_gpu;
     const double peak = (l.precision == Precision::fp8 ? hw.fp8_tflops : hw.bf16_tflops) * 1e12;
     const double width = double(m.experts > 0 ? std::max(m.hidden, m.moe_ffn) : m.hidden) / l.tp;
     double gemm_eff = gemm_efficiency(width, tokens_mb, l, hw);
     if (m.experts > 0) {
         // Expert GEMMs see only the tokens routed to them; without grouped GEMM each runs alone.
         const double expert_tokens = tokens_mb * m.topk * l.ep / m.experts;
-        gemm_eff = 0.5 * gemm_eff + 0.5 * gemm_efficiency(m.moe_ffn / double(l.etp), expert_tokens, l, hw) *
-                                        (l.moe_grouped_gemm ? 0.6 : 0.4);
+        // The step spends each GEMM's FLOPs at its own rate: weight the two rates by the routed experts'
+        // share of the FLOPs (a harmonic mean), attention/shared/dense/output GEMMs at the hidden width.
+        const double routed = (moe_layers(m) + m.mtp_layers) * m.topk * expert_params(m) / active_gemm_params(m);
+        const double dense_eff = gemm_efficiency(double(m.hidden) / l.tp, tokens_mb, l, hw);
+        const double expert_eff = gemm_efficiency(m.moe_ffn / double(l.etp), expert_tokens, l, hw) *
+                                  (l.moe_grouped_gemm ? 0.6 : 0.4);
+        gemm_eff = 1.0 / ((1.0 - routed) / dense_eff + routed / expert_eff);
     }
-    const double attn_eff = (l.flash_attention ? 0.42 : 0.25) * (tokens_mb / (tokens_mb + 1024.0));
+    const double attn_eff = (l.flash_attention ? hw.flash_attention_efficiency : 0.25) * (tokens_mb / (tokens_mb + 1024.0));
     double compute = gemm_flops / (peak * gemm_eff) + attn_flops / (hw.bf16_tflops * 1e12 * attn_eff);
     // Element-wise work (norms, activations, residuals, MoE permutation) is bound by HBM bandwidth.
-    const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.experts > 0 ? 1.0 + 3.0 * m.topk : 1.0);
-    compute += tokens_step_gpu * m.layers * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
+    // MoE permutation traffic only in the MoE layers.
+    const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.layers + 3.0 * m.topk * moe_layers(m));
+    compute += tokens_step_gpu * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
     if (l.recompute == Recompute::full) {
         const double share = l.recompute_layers > 0 ? std::min(1.0, double(l.recompute_layers) * l.pp / m.layers) : 1.0;
-        compute *= 1.0 + share / 3.0;
+        compute *= 1.0 + share * (l.lora ? 0.5 : 1.0 / 3.0);   // forward replayed: 2N of 6N, or of 4N under LoRA
     } else if (l.recompute == Recompute::selective) {
         compute += attn_flops / (hw.bf16_tflops * 1e12 * attn_eff) / 3.0;
     }
@@ -215,13 +247,15 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     double tp_comm = 4.0 * layers_local * microbatches * ring_time(tp_bytes, l.tp, tp_link.gbps, tp_link.efficiency);
     if (l.tp_comm_overlap && l.tp <= l.gpus_per_node) tp_comm *= 0.3;
 
-    // Context parallel: K/V blocks passed c−1 times, mostly hidden behind attention.
+    // Context parallel: K/V blocks passed c−1 times, mostly hidden behind attention. Ring attention also
+    // splits each rank's attention into 2·cp causal blocks merged by online softmax (extra launches and a
+    // rescaling pass): about 15 % more attention time. The GEMMs are untouched by cp.
     const double kv_width = m.mla ? m.hidden / 4.0 : double(m.kv_heads) * head_dim(m);
     const Link cp_link = link_for(hw, l, l.cp, l.tp);
     const double cp_bytes = 2.0 * tokens_mb * kv_width * 2.0 / std::max(1, l.tp);
     const double cp_raw = 3.0 * layers_local * microbatches * (l.cp - 1) * cp_bytes / (cp_link.gbps * 1e9 * cp_link.efficiency);
     const double cp_comm = l.cp > 1 ? std::max(0.15 * cp_raw, cp_raw - 0.5 * attn_flops / (hw.bf16_tflops * 1e12 * attn_eff)) +
-                                          0.10 * compute : 0.0;
+                                          0.15 * attn_flops / (hw.bf16_tflops * 1e12 * attn_eff) : 0.0;
 
     // Expert parallel all-to-all: dispatch and combine, forward and backward, per MoE layer.
     double ep_comm = 0;
@@ -247,8 +281,10 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     const int dense_dp = dp * l.cp;
     const int expert_dp = std::max(1, world / (l.ep * l.etp * l.pp));
     double dp_raw = 0;
-    const double grad_bytes = l.sharding == Sharding::none ? 2.0 * 4.0 : 4.0;
-    const double gather_bytes = l.sharding == Sharding::fsdp ? 2.0 * 2.0 : (l.sharding == Sharding::none ? 0.0 : 2.0);
+    // Frozen base weights have no gradients to reduce (the adapters' are negligible); FSDP still gathers them.
+    const double frozen = l.lora ? 0.0 : 1.0;
+    const double grad_bytes = frozen * (l.sharding == Sharding::none ? 2.0 * 4.0 : 4.0);
+    const double gather_bytes = l.sharding == Sharding::fsdp ? 2.0 * 2.0 : (l.sharding == Sharding::none ? 0.0 : 2.0 * frozen);
     dp_raw += ring_time(dense_params * (grad_bytes + gather_bytes), dense_dp, dp_link.gbps, dp_link.efficiency);
     dp_raw += ring_time(expert_local * (grad_bytes + gather_bytes), expert_dp, hw.network_gbps, 0.8);
     const double hideable = (l.overlap_grad_reduce ? 0.45 : 0.0) + (l.overlap_param_gather ? 0.25 : 0.0);
@@ -257,7 +293,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // Launch and CPU overhead per layer per micro-batch; CUDA graphs remove most of it. Optimizer step reads
     // and writes the fp32 state of the local shard.
     const double launch = (l.cuda_graphs ? 0.02e-3 : 0.12e-3) * (m.experts > 0 ? 2.0 : 1.0);
-    const double opt_bytes = (dense_params / (l.sharding == Sharding::none ? 1 : dense_dp) +
+    const double opt_bytes = frozen * (dense_params / (l.sharding == Sharding::none ? 1 : dense_dp) +
                               expert_local / (l.sharding == Sharding::none ? 1 : expert_dp)) * 32.0;
     const double overhead = launch * layers_local * microbatches + opt_bytes / (hw.hbm_tbps * 1e12 * 0.7) + 0.02 + p2p;
 

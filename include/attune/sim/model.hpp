@@ -11,16 +11,18 @@ namespace attune::sim {
 /// One GPU type with its node and network: dense peaks, HBM, NVLink, scale-out per GPU.
 /// Facts from ../shared/calibration/hardware.md (dense, not sparse; NVLink bidirectional).
 struct Hardware {
-    std::string_view name;          ///< "h100", "h200", "b200"
+    std::string_view name;          ///< "h100", "h100_500w", "h200", "b200"
     double bf16_tflops = 0;         ///< dense BF16 peak, TFLOP/s
     double fp8_tflops = 0;          ///< dense FP8 peak, TFLOP/s
     double hbm_gib = 0;             ///< usable HBM per GPU, GiB
     double hbm_tbps = 0;            ///< HBM bandwidth, TB/s
     double nvlink_gbps = 0;         ///< NVLink per GPU, bidirectional GB/s
     double network_gbps = 0;        ///< scale-out per GPU, GB/s (400 Gb/s = 50 GB/s)
+    double flash_attention_efficiency = 0.42;   ///< fused attention fwd+bwd against the BF16 peak
 };
 
-/// The catalogue entry for `name` (h100, h200, b200; case-insensitive), or nullopt.
+/// The catalogue entry for `name` (h100, h100_500w, h200, b200; case-insensitive; an exact name
+/// first, then the first catalogue name it starts with), or nullopt.
 std::optional<Hardware> find_hardware(std::string_view name);
 
 /// The transformer's shape. Dense models leave the MoE fields at zero; `mla` models use the
@@ -43,6 +45,12 @@ struct ModelShape {
     int mtp_layers = 0;
     bool mla = false;
     int q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
+    /// Hybrid Mamba models (Nemotron-H / Nemotron 3): `layers` counts every block; only
+    /// `attention_layers` of them hold attention (0 means all), `mamba_layers` hold a Mamba-2 mixer,
+    /// and the MLP/MoE blocks are `layers - dense_layers` (the dense ones have ffn = 0).
+    int attention_layers = 0;
+    int mamba_layers = 0;
+    int mamba_heads = 0, mamba_head_dim = 0, mamba_state = 0, mamba_groups = 0;
 };
 
 /// A well-known architecture by Hugging Face id (`meta-llama/Llama-3.1-70B`) or short key
@@ -71,6 +79,7 @@ struct Layout {
     Recompute recompute = Recompute::none;
     int recompute_layers = 0;       ///< full recompute: layers per stage recomputed; 0 means all
     bool offload_activations = false;
+    bool lora = false;              ///< LoRA/PEFT: base weights frozen (no weight gradients, grads or optimizer state)
     bool overlap_grad_reduce = true, overlap_param_gather = true, tp_comm_overlap = false;
     bool fusions = true, flash_attention = true, cuda_graphs = false, moe_grouped_gemm = true;
     Dispatcher dispatcher = Dispatcher::alltoall;
