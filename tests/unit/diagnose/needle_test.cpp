@@ -90,17 +90,5 @@ TEST(DiagnoseNeedle, TimestampsAreSecondsSinceTheEpoch) {
     EXPECT_FALSE(timestamp_of("").has_value());
 }
 
-// The record loop's read_timestamp (a bool and an out-parameter) gives timestamp_of's answers and
-// leaves the value alone where the line has no time.
-TEST(DiagnoseNeedle, ReadTimestampAgreesWithTimestampOf) {
-    for (const std::string_view line : {" [2025-03-11 17:04:50] iteration 10/ 100 |", "2024-02-29T00:00:00Z step 1",
-                                        "x 2025-13-11 17:04:50 2025-01-01 00:00:01", "no time here", ""}) {
-        long long seconds = -7;
-        const bool found = read_timestamp(line, seconds);
-        EXPECT_EQ(found, timestamp_of(line).has_value()) << line;
-        EXPECT_EQ(seconds, timestamp_of(line).value_or(-7)) << line;
-    }
-}
-
 }  // namespace
 }  // namespace attune::diagnose::detail
