@@ -622,16 +622,13 @@ void summarise(RunMetrics& metrics) {
     const auto& steps = metrics.steps;
     metrics.steady = {};
     std::size_t used = 0;
-    std::size_t dropped = 0;  // outliers
-    std::optional<double> centre;
-    bool by_time = false;
     std::vector<double> times;
     std::vector<double> tokens;
     std::vector<double> tflops;
     if (steps.size() >= 2) {
         const auto first = steps.begin() + 1;
         const auto count = steps.size() - 1;
-        by_time = std::any_of(first, steps.end(), [](const StepRecord& r) { return r.step_time_s && std::isfinite(*r.step_time_s); });
+        const bool by_time = std::any_of(first, steps.end(), [](const StepRecord& r) { return r.step_time_s && std::isfinite(*r.step_time_s); });
         const auto member = by_time ? &StepRecord::step_time_s : &StepRecord::tokens_per_s_per_gpu;
         std::vector<double> values;
         reserve_huge(values, count);
@@ -640,7 +637,7 @@ void summarise(RunMetrics& metrics) {
                 values.push_back(*value);
             }
         }
-        centre = values.empty() ? std::nullopt : std::optional<double>(median_in_place(values));
+        const auto centre = values.empty() ? std::nullopt : std::optional<double>(median_in_place(values));
         times = std::move(values);
         times.clear();
         reserve_huge(tokens, count);
@@ -648,7 +645,6 @@ void summarise(RunMetrics& metrics) {
         for (auto it = first; it != steps.end(); ++it) {
             const auto& step = *it;
             if (const auto& v = step.*member; centre && v && (*v > 2.0 * *centre || *v < 0.5 * *centre)) {
-                ++dropped;
                 continue;
             }
             ++used;
@@ -664,13 +660,8 @@ void summarise(RunMetrics& metrics) {
     const auto median_or_null = [](std::vector<double>& values) {
         return values.empty() ? std::nullopt : std::optional<double>(median_in_place(values));
     };
-    // With no outlier dropped, the judged column holds the values whose median is the centre: the
-    // same multiset, so the same median, without a second nth_element over millions of steps.
-    const auto median_of_column = [&](std::vector<double>& values, bool judged) {
-        return judged && dropped == 0 && centre && !values.empty() ? centre : median_or_null(values);
-    };
-    metrics.steady.step_time_s = median_of_column(times, by_time);
-    metrics.steady.tokens_per_s_per_gpu = median_of_column(tokens, !by_time);
+    metrics.steady.step_time_s = median_or_null(times);
+    metrics.steady.tokens_per_s_per_gpu = median_or_null(tokens);
     metrics.steady.tflops_per_gpu = median_or_null(tflops);
     if (!times.empty()) {
         metrics.steady.noise = noise_in_place(times, *metrics.steady.step_time_s);
