@@ -378,22 +378,17 @@ int digits_at(const char* text, int count) {
 }  // namespace
 
 std::optional<long long> timestamp_of(std::string_view line) {
-    long long seconds = 0;
-    return read_timestamp(line, seconds) ? std::optional<long long>(seconds) : std::nullopt;
-}
-
-bool read_timestamp(std::string_view line, long long& seconds) {
     // "YYYY-MM-DD HH:MM:SS": the first '-' sits 4 bytes in, the seconds end 19 bytes in.
     constexpr std::size_t k_length = 19;
     if (line.size() < k_length) {
-        return false;
+        return std::nullopt;
     }
     const char* const begin = line.data();
     const char* const last_dash = begin + (line.size() - k_length) + 4;  // the last place a stamp's first '-' can be
     for (const char* dash = begin + 4; dash <= last_dash; ++dash) {
         dash = static_cast<const char*>(std::memchr(dash, '-', static_cast<std::size_t>(last_dash - dash) + 1));
         if (dash == nullptr) {
-            return false;
+            return std::nullopt;
         }
         const char* at = dash - 4;
         if (at[7] != '-' || (at[10] != ' ' && at[10] != 'T') || at[13] != ':' || at[16] != ':') {
@@ -409,11 +404,10 @@ bool read_timestamp(std::string_view line, long long& seconds) {
             minute > 59 || second < 0 || second > 60) {
             continue;
         }
-        seconds = days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 + hour * 3600LL +
-                  minute * 60LL + second;
-        return true;
+        return days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day)) * 86400 + hour * 3600LL +
+               minute * 60LL + second;
     }
-    return false;
+    return std::nullopt;
 }
 
 std::optional<int> line_rank(std::string_view line) {

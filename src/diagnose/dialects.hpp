@@ -133,10 +133,6 @@ std::optional<long long> bar_counter(std::string_view line);
 /// `CANCELLED AT 2025-03-11T17:04:50`, Kubernetes RFC 3339 stamps. Fractions and zones are ignored.
 std::optional<long long> timestamp_of(std::string_view line);
 
-/// timestamp_of for the hot path (once per record): true and `seconds` set when the line has a
-/// time. A bool and an out-parameter, as read_number_after, for the same store-forwarding reason.
-bool read_timestamp(std::string_view line, long long& seconds);
-
 /// The rank that printed the line (`[rankN]:`, srun label `N: `), if it says.
 std::optional<int> line_rank(std::string_view line);
 

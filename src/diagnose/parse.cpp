@@ -273,25 +273,18 @@ private:
         }
     }
 
-    // The record's step into `step`; false when the line has none. A bool and an out-parameter:
-    // an optional<long long> return was stored in two parts and reloaded whole, a store-forwarding
-    // stall on every record (perf: a tenth of the record loop).
-    bool step_of(const DialectSpec& spec, std::string_view line, long long& step) const {
+    std::optional<long long> step_of(const DialectSpec& spec, std::string_view line) const {
         if (!spec.step_key.empty()) {
             double value = 0;
             if (!detail::read_number_after(line, spec.step_key, detail::Part::value, value) || !std::isfinite(value)) {
-                return false;
+                return std::nullopt;
             }
-            step = static_cast<long long>(value);
-            return true;
+            return static_cast<long long>(value);
         }
         if (spec.step_from_bar) {
-            const auto counter = detail::bar_counter(line);
-            step = counter.value_or(0);
-            return counter.has_value();
+            return detail::bar_counter(line);
         }
-        step = static_cast<long long>(m_steps.size() + 1);
-        return true;
+        return static_cast<long long>(m_steps.size() + 1);
     }
 
     bool read_record(std::string_view line, std::size_t line_number) {
@@ -300,8 +293,8 @@ private:
             note_bar(line);
             return false;
         }
-        long long step = 0;
-        if (!step_of(*spec, line, step)) {
+        const auto step = step_of(*spec, line);
+        if (!step) {
             return false;
         }
         m_spec = spec;
@@ -310,13 +303,13 @@ private:
             narrow_candidates();
         }
         if (!spec->step_key.empty() || spec->step_from_bar) {
-            m_last_step = std::max(m_last_step.value_or(step), step);
+            m_last_step = std::max(m_last_step.value_or(*step), *step);
         } else {
             note_bar(line);
         }
         ++m_records_seen;
         StepRecord record;
-        record.step = step;
+        record.step = *step;
         // Keys that spell the same field differently ("(ms)" or "(s)") are alternatives: the first
         // one the line has gives the field, and the others are not searched for.
         unsigned filled = 0;
@@ -340,19 +333,13 @@ private:
         m_last_progress.text.assign(util::trim(line));
         m_completed = false;
         m_after_line.reset();
-        long long stamp = 0;
-        const bool timed = detail::read_timestamp(line, stamp);
-        if (timed && m_progress_stamp && stamp > *m_progress_stamp) {
-            m_intervals.push_back(static_cast<double>(stamp - *m_progress_stamp));
+        const auto stamp = detail::timestamp_of(line);
+        if (stamp && m_progress_stamp && *stamp > *m_progress_stamp) {
+            m_intervals.push_back(static_cast<double>(*stamp - *m_progress_stamp));
         }
         // A record without a time leaves the silence unknown rather than measured from an older record.
-        if (timed) {
-            m_progress_stamp = stamp;
-            m_after_stamp = stamp;
-        } else {
-            m_progress_stamp.reset();
-            m_after_stamp.reset();
-        }
+        m_progress_stamp = stamp;
+        m_after_stamp = stamp;
     }
 
     // Times printed after the last progress record, and whether training then finished as planned.
