@@ -87,8 +87,36 @@ private:
         return count;
     }
 
-    /// The policy stopped (or the budget did): confirm the best once when affordable, then end.
+    /// An accepted configuration (or the baseline) measured faster than the incumbent beyond the noise
+    /// band: a planned detour through slower layouts that did not pay.
+    std::optional<int> faster_than_incumbent(const CampaignRecord& record) const {
+        const auto speed = [](const TrialRecord& t) -> std::optional<double> {
+            const auto& m = t.view.measured;
+            return m && m->status == "ok" ? m->tokens_per_s_per_gpu : std::nullopt;
+        };
+        const TrialRecord& incumbent = record.best();
+        const auto now = speed(incumbent);
+        if (!now) return std::nullopt;
+        std::optional<int> fastest;
+        double best = *now;
+        for (const auto& t : record.trials) {
+            const auto s = speed(t);
+            if (!s || !(t.view.accepted || t.view.kind == "baseline") || *s <= best) continue;
+            if (*s > *now * (1 + noise_band(*t.view.measured, *incumbent.view.measured))) fastest = t.view.n, best = *s;
+        }
+        return fastest;
+    }
+
+    /// The policy stopped (or the budget did): go back to a faster configuration a detour left behind
+    /// (the policy then goes on from there), else confirm the best once when affordable, then end.
     void finish(const CampaignRecord& record, const std::string& reason) {
+        if (const auto faster = faster_than_incumbent(record)) {
+            m_journal.append("incumbent-restored",
+                             {{"trial", *faster}, {"from", record.incumbent},
+                              {"reason", fmt::format("trial {} measured faster than the incumbent, trial {}, when the "
+                                                     "search stopped ({})", *faster, record.incumbent, reason)}});
+            return;
+        }
         if (record.incumbent != 0 && confirm_affordable(record)) {
             const TrialRecord& best = record.best();
             // The stop reason rides in `answers` so that the campaign-end event can give it.
@@ -411,13 +439,7 @@ private:
             return {"accept", "the first configuration that runs", std::nullopt};
         if (!m.tokens_per_s_per_gpu) return {"revert", "no throughput could be read from the logs", std::nullopt};
         const double gain = *m.tokens_per_s_per_gpu / *inc->tokens_per_s_per_gpu - 1;
-        const double noise = std::max(m.noise.value_or(0), inc->noise.value_or(0));
-        const double min_gain = m_ctx.search->acceptance.min_gain
-                                    .evaluate([&](const std::string& name) -> std::optional<double> {
-                                        if (name == "noise") return noise;
-                                        return std::nullopt;
-                                    })
-                                    .value_or(0.01);
+        const double min_gain = noise_band(m, *inc);
         if (trial.view.kind == "confirm") {
             const bool held = gain >= -min_gain;
             return {held ? "confirmed" : "unconfirmed",
@@ -438,6 +460,17 @@ private:
         if (predicted) facts["predicted_gain"] = *predicted;
         if (keeps_neutral(facts)) return {"accept", kept_reason(facts, predicted.has_value()), gain};
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
+    }
+
+    /// The smallest gain that is not noise between two measurements (skills/rules/search.yaml's min_gain).
+    double noise_band(const policy::Measurement& a, const policy::Measurement& b) const {
+        const double noise = std::max(a.noise.value_or(0), b.noise.value_or(0));
+        return m_ctx.search->acceptance.min_gain
+            .evaluate([&](const std::string& name) -> std::optional<double> {
+                if (name == "noise") return noise;
+                return std::nullopt;
+            })
+            .value_or(0.01);
     }
 
     /// The candidate's nominal speed over the incumbent's, minus 1, when both were estimated.

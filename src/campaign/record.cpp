@@ -145,6 +145,7 @@ void fold_more(CampaignRecord& record, const std::vector<nlohmann::json>& events
         else if (type == "metrics") on_metrics(record, trial_of(record, e), e);
         else if (type == "cancelled") on_cancelled(record, trial_of(record, e), e);
         else if (type == "decision") on_decision(record, trial_of(record, e), e);
+        else if (type == "incumbent-restored") record.incumbent = e.value("trial", record.incumbent);
         else if (type == "llm-exchange") on_exchange(record, e);
         else if (type == "llm-refused") ++record.llm_refusals;
         else if (type == "llm-fallback") ++record.llm_fallbacks;

@@ -26,7 +26,9 @@ constexpr Field k_fields[] = {Field::tp,
                               Field::cuda_graphs,
                               Field::tp_comm_overlap,
                               Field::overlap_grad_reduce,
-                              Field::overlap_param_gather};
+                              Field::overlap_param_gather,
+                              Field::dispatcher,
+                              Field::moe_grouped_gemm};
 
 bool exact(const std::string& pattern) {
     return pattern.find('*') == std::string::npos && pattern.find('[') == std::string::npos;
@@ -56,6 +58,10 @@ int get(const sim::Layout& l, Field f) {
             return l.overlap_grad_reduce ? 1 : 0;
         case Field::overlap_param_gather:
             return l.overlap_param_gather ? 1 : 0;
+        case Field::dispatcher:
+            return int(l.dispatcher);
+        case Field::moe_grouped_gemm:
+            return l.moe_grouped_gemm ? 1 : 0;
     }
     return 0;
 }
@@ -95,10 +101,19 @@ void set(sim::Layout& l, Field f, int v) {
         case Field::overlap_param_gather:
             l.overlap_param_gather = v != 0;
             break;
+        case Field::dispatcher:
+            l.dispatcher = sim::Dispatcher(v);
+            break;
+        case Field::moe_grouped_gemm:
+            l.moe_grouped_gemm = v != 0;
+            break;
     }
 }
 
-bool is_flag(Field f) { return f >= Field::cuda_graphs; }
+bool is_flag(Field f) { return f >= Field::cuda_graphs && f <= Field::overlap_param_gather; }
+
+/// A lever whose values are read back from the recipe one by one (the MoE backend choices).
+bool is_choice(Field f) { return f == Field::dispatcher || f == Field::moe_grouped_gemm; }
 
 /// The interleavings (up to 16, as the oracle enumerates) that split `layers` evenly over some pipeline.
 std::vector<int> even_interleavings(int layers) {
@@ -144,6 +159,10 @@ std::string_view lever_name(Field field) {
             return "overlap_grad_reduce";
         case Field::overlap_param_gather:
             return "overlap_param_gather";
+        case Field::dispatcher:
+            return "moe_dispatcher";
+        case Field::moe_grouped_gemm:
+            return "moe_grouped_gemm";
     }
     return "";
 }
@@ -174,6 +193,10 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
         m_sp_path = sp->pattern;
     std::vector<Dimension> found;
     for (const Field field : k_fields) {
+        if (is_choice(field)) {
+            if (auto dim = choice_dimension(field)) found.push_back(std::move(*dim));
+            continue;
+        }
         const auto* rule = rule_of(lever_name(field));
         if (rule == nullptr || rule->key_class != gate::KeyClass::performance) continue;
         Dimension dim{field, rule->pattern, {}};
@@ -267,6 +290,36 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
     m_admissible.clear();
 }
 
+std::optional<Dimension> ConfigSpace::choice_dimension(Field field) {
+    if (m_inputs.model.experts <= 0) return std::nullopt;
+    // The key the simulator reads the lever from: the first exact one with a domain of choices.
+    const gate::KeyRule* rule = nullptr;
+    for (const auto& r : m_adapter->key_rules())
+        if (r.lever == lever_name(field) && exact(r.pattern) && r.key_class == gate::KeyClass::performance &&
+            (r.domain.type == "bool" || !r.domain.values.empty())) {
+            rule = &r;
+            break;
+        }
+    if (rule == nullptr) return std::nullopt;
+    auto values = rule->domain.values;
+    if (values.empty()) values = {Value::boolean(false), Value::boolean(true)};
+    std::map<int, Value> written;
+    const Value* own = m_original->find(rule->pattern);
+    written.emplace(get(m_inputs.layout, field), own ? *own : Value::null());
+    for (const Value& value : values) {
+        try {
+            const auto doc = m_original->with_edits({{rule->pattern, value, false}});
+            written.try_emplace(get(sim::from_recipe(doc, *m_adapter, *m_cluster).layout, field), value);
+        } catch (const InputError&) {
+        }
+    }
+    if (written.size() < 2) return std::nullopt;
+    Dimension dim{field, rule->pattern, {}};
+    for (const auto& [v, value] : written) dim.options.push_back(v);
+    m_written[field] = std::move(written);
+    return dim;
+}
+
 bool ConfigSpace::gate_allows(const std::vector<int>& values) const {
     if (const auto it = m_admissible.find(values); it != m_admissible.end()) return it->second;
     return m_admissible[values] = gate_check(values);
@@ -324,6 +377,8 @@ bool ConfigSpace::admits(const sim::Layout& layout) const {
     for (const Field field : k_fields) {
         const bool in_space = std::any_of(m_dims.begin(), m_dims.end(), [&](const Dimension& d) { return d.field == field; });
         if (!in_space && get(layout, field) != get(m_inputs.layout, field)) return false;
+        if (const auto it = m_written.find(field); in_space && it != m_written.end() && !it->second.contains(get(layout, field)))
+            return false;
     }
     return gate_allows(values(layout));
 }
@@ -378,6 +433,11 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
             }
             case Field::vpp:
                 out.insert_or_assign(d.path, v == 1 && m_vpp_null ? Value::null() : Value::number(v));
+                break;
+            case Field::dispatcher:
+            case Field::moe_grouped_gemm:
+                if (const auto it = m_written.at(d.field).find(v); it != m_written.at(d.field).end())
+                    out.insert_or_assign(d.path, it->second);
                 break;
             default:
                 if (is_flag(d.field))
@@ -438,6 +498,8 @@ std::string ConfigSpace::describe(const Point& point) const {
             out += fmt::format("recompute={}", k_recompute[v]);
         else if (is_flag(f))
             out += fmt::format("{}={}", lever_name(f), v != 0 ? "on" : "off");
+        else if (is_choice(f))
+            out += fmt::format("{}={}", lever_name(f), m_written.at(f).at(v).to_string());
         else
             out += fmt::format("{}={}", f == Field::mbs ? "mbs" : lever_name(f), v);
     }
@@ -447,6 +509,12 @@ std::string ConfigSpace::describe(const Point& point) const {
 sim::OracleResult run_gated_oracle(const ConfigSpace& space, const gate::Adapter& adapter, const sim::World& world) {
     sim::LeverSpace levers = sim::lever_space(adapter);
     levers.etp_follows_tp = space.etp_follows_tp();
+    // The MoE backend choices are enumerated as the space reads them back from the recipe.
+    for (const auto& d : space.dimensions())
+        for (const int v : d.options) {
+            if (d.field == Field::dispatcher) levers.dispatcher.push_back(sim::Dispatcher(v));
+            if (d.field == Field::moe_grouped_gemm) levers.moe_grouped_gemm.push_back(v != 0);
+        }
     const auto& in = space.inputs();
     return sim::run_oracle(world, in.hardware, in.model, in.layout, levers,
                            [&space](const sim::Layout& layout) { return space.admits(layout); });

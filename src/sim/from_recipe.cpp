@@ -16,7 +16,11 @@ int quantity_or(const recipe::Document& r, const gate::Adapter& a, const cluster
     return value ? int(*value) : fallback;
 }
 
-bool flag(const recipe::Document& r, const gate::Adapter& a, std::string_view lever, bool fallback) {
+bool flag(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c, std::string_view lever,
+          bool fallback) {
+    // A quantity of that name maps the key's values (NeMo's optim.name: fused_adam is no distributed optimizer).
+    if (a.has_quantity(lever))
+        if (const auto q = a.quantity(r, lever, c)) return *q != 0;
     const auto value = a.lever_value(r, lever);
     if (!value || value->is_null()) return fallback;
     if (const auto b = value->as_bool()) return *b;
@@ -91,19 +95,19 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     l.vpp = std::max(1, l.vpp);
     // AutoModel's pipeline schedule splits each rank's local batch into micro batches of their own size.
     if (const auto pp_mbs = a.quantity(r, "pp_mbs", c); pp_mbs && l.pp > 1 && *pp_mbs >= 1) l.mbs = int(*pp_mbs);
-    l.sequence_parallel = flag(r, a, "sequence_parallel", false);
-    const bool fsdp = flag(r, a, "fsdp", false) || (!text(r, a, "fsdp").empty() && text(r, a, "fsdp") != "false");
+    l.sequence_parallel = flag(r, a, c, "sequence_parallel", false);
+    const bool fsdp = flag(r, a, c, "fsdp", false) || (!text(r, a, "fsdp").empty() && text(r, a, "fsdp") != "false");
     l.sharding = fsdp ? Sharding::fsdp
-                      : (flag(r, a, "distributed_optimizer", true) ? Sharding::distributed_optimizer : Sharding::none);
+                      : (flag(r, a, c, "distributed_optimizer", true) ? Sharding::distributed_optimizer : Sharding::none);
     l.recompute = parse_recompute(text(r, a, "recompute"));
-    l.offload_activations = flag(r, a, "activation_offload", false);
-    l.overlap_grad_reduce = flag(r, a, "overlap_grad_reduce", a.name() != "nemo");
-    l.overlap_param_gather = flag(r, a, "overlap_param_gather", a.name() != "nemo");
-    l.tp_comm_overlap = flag(r, a, "tp_comm_overlap", false);
-    l.fusions = flag(r, a, "fusions", a.name() == "nemo");
-    l.flash_attention = flag(r, a, "flash_attention", true);
-    l.cuda_graphs = flag(r, a, "cuda_graphs", false);
-    l.moe_grouped_gemm = flag(r, a, "moe_grouped_gemm", true);
+    l.offload_activations = flag(r, a, c, "activation_offload", false);
+    l.overlap_grad_reduce = flag(r, a, c, "overlap_grad_reduce", a.name() != "nemo");
+    l.overlap_param_gather = flag(r, a, c, "overlap_param_gather", a.name() != "nemo");
+    l.tp_comm_overlap = flag(r, a, c, "tp_comm_overlap", false);
+    l.fusions = flag(r, a, c, "fusions", a.name() == "nemo");
+    l.flash_attention = flag(r, a, c, "flash_attention", true);
+    l.cuda_graphs = flag(r, a, c, "cuda_graphs", false);
+    l.moe_grouped_gemm = flag(r, a, c, "moe_grouped_gemm", true);
     const std::string dispatcher = text(r, a, "moe_dispatcher");
     l.dispatcher = dispatcher.find("flex") != std::string::npos || dispatcher.find("deepep") != std::string::npos
                        ? Dispatcher::flex

@@ -46,7 +46,8 @@ OracleResult run_oracle(const World& world, const Hardware& hw, const ModelShape
         }
     };
     // Nested in order of the levers; the innermost visits evaluate.
-    const std::function<void()> l12 = [&] { each(space.overlap_param_gather, l, &Layout::overlap_param_gather, evaluate); };
+    const std::function<void()> l13 = [&] { each(space.moe_grouped_gemm, l, &Layout::moe_grouped_gemm, evaluate); };
+    const std::function<void()> l12 = [&] { each(space.overlap_param_gather, l, &Layout::overlap_param_gather, l13); };
     const std::function<void()> l11 = [&] { each(space.overlap_grad_reduce, l, &Layout::overlap_grad_reduce, l12); };
     const std::function<void()> l10 = [&] { each(space.tp_comm_overlap, l, &Layout::tp_comm_overlap, l11); };
     const std::function<void()> l9 = [&] { each(space.cuda_graphs, l, &Layout::cuda_graphs, l10); };

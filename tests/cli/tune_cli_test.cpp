@@ -90,6 +90,24 @@ INSTANTIATE_TEST_SUITE_P(Examples, TuneReachesTheOracle,
                                          AcceptanceCase{"automodel-llama3-8b-h100.yaml", "", 1.08},
                                          AcceptanceCase{"hyperpod-llama3-8b-h100.yaml", "", 1.0}));
 
+TEST(TunePlans, CrossesAValleyOfSlowerLayoutsWhenEachStepMeasuresAsPredicted) {
+    // DeepSeek-V3's H100 layout on 256 B200 (ep 64 x pp 4): the fast layouts (ep 8 x pp 16) are reached
+    // only through slower ones (ep 32, pp 8, ep 16), a few percent each; a greedy search stops at the rim.
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = example("bench/automodel-deepseek-v3-h100-recipe-on-b200.yaml");
+    const std::string cluster = example("bench/clusters/p6-b200-32nodes.yaml");
+    const json result = tune_json({recipe, "--cluster", cluster, "--budget", "200gpuh"}, campaign);
+    bool crossed = false;
+    for (const auto& trial : result["trials"])
+        crossed = crossed || (trial["verdict"] == "accept" &&
+                              trial["reason"].get<std::string>().find("is what the plan predicted") != std::string::npos);
+    EXPECT_TRUE(crossed) << result.dump(2);
+    EXPECT_GE(result["speedup"].get<double>(), 1.5);
+    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.9 * oracle(recipe, {"--cluster", cluster}));
+    expect_sound(result, campaign, recipe);
+}
+
 TEST(TuneResume, AKilledCampaignResumesToTheSameResultAtEveryKillPoint) {
     const TempDir dir;
     const std::string recipe = example("recipes/nemo-llama3-8b-h100.yaml");

@@ -30,7 +30,9 @@ enum class Field {
     cuda_graphs,
     tp_comm_overlap,
     overlap_grad_reduce,
-    overlap_param_gather
+    overlap_param_gather,
+    dispatcher,        ///< MoE token dispatch (sim::Dispatcher as int)
+    moe_grouped_gemm   ///< local experts as one grouped GEMM (0/1)
 };
 
 /// The canonical lever name of a field (`micro_batch_size` for mbs).
@@ -101,6 +103,8 @@ private:
     [[nodiscard]] std::vector<int> values(const Point& point) const;
     [[nodiscard]] std::vector<int> values(const sim::Layout& layout) const;
     [[nodiscard]] Edits edits_for(const std::vector<int>& values) const;
+    /// The dimension of a lever whose values are read back one by one (nullopt: not a lever here).
+    [[nodiscard]] std::optional<Dimension> choice_dimension(Field field);
     /// Whether the gate allows the edits of these lever values (cached), and the uncached check.
     [[nodiscard]] bool gate_allows(const std::vector<int>& values) const;
     [[nodiscard]] bool gate_check(const std::vector<int>& values) const;
@@ -115,6 +119,9 @@ private:
     std::optional<double> m_vocab_multiple;
     gate::Policy m_gate_policy;
     mutable std::map<std::vector<int>, bool> m_admissible;  ///< by lever values
+    /// For the levers whose key is an enumeration (dispatcher, expert GEMMs): what each value the
+    /// simulator reads is written as.
+    std::map<Field, std::map<int, recipe::Value>> m_written;
     bool m_vpp_null = false;        ///< the original leaves vpp null: write vpp 1 as null
     bool m_recompute_bool = false;  ///< the recompute lever is a flag (HyperPod, AutoModel)
     bool m_etp_follows_tp = true;   ///< the recipe leaves expert tp to default to tp

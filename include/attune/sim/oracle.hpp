@@ -15,7 +15,7 @@ struct LeverSpace {
     std::vector<Recompute> recompute;
     std::vector<Precision> precision;
     std::vector<Dispatcher> dispatcher;
-    std::vector<bool> cuda_graphs, tp_comm_overlap, overlap_grad_reduce, overlap_param_gather;
+    std::vector<bool> cuda_graphs, tp_comm_overlap, overlap_grad_reduce, overlap_param_gather, moe_grouped_gemm;
     bool etp_follows_tp = false;  ///< the recipe leaves expert tp to default to tp: it moves with tp
 };
 

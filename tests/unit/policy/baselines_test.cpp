@@ -122,6 +122,27 @@ TEST(GatedOracle, KeepsTheRecipesOwnUnevenPipelineSplit) {
     EXPECT_GT(result.best_tokens_per_s_per_gpu, 1.1 * result.baseline_tokens_per_s_per_gpu);
 }
 
+TEST(ConfigSpace, HasTheMoEBackendChoicesAndWritesThemAsTheRecipeSpellsThem) {
+    // The Mixtral draft dispatches by all-gather with looped expert GEMMs; the dispatcher and the grouped
+    // GEMM are levers of the space (and of the oracle), read back from the recipe value by value.
+    const gate::LoadedRecipe recipe =
+        gate::load_recipe(example("bench/nemo-mixtral-8x7b-h200-draft.yaml"), gate::default_rules());
+    const cluster::Cluster cluster = cluster::load_cluster(example("bench/clusters/p5e-h200-4nodes.yaml"));
+    const ConfigSpace space(recipe.document, *recipe.adapter, cluster);
+    std::map<Field, std::size_t> options;
+    for (const auto& d : space.dimensions()) options[d.field] = d.options.size();
+    EXPECT_EQ(options[Field::dispatcher], 3u) << "allgather, alltoall (alltoall_seq reads the same), flex";
+    EXPECT_EQ(options[Field::moe_grouped_gemm], 2u);
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < 60; ++i) {
+        const Point p = space.random_point(rng);
+        EXPECT_EQ(space.point_of(space.edits(p)), p) << space.describe(p);
+    }
+    sim::Layout flex = space.inputs().layout;
+    flex.dispatcher = sim::Dispatcher::flex;
+    EXPECT_EQ(space.changes(flex).at("model.moe_token_dispatcher_type").to_string(), "flex");
+}
+
 TEST(ConfigSpace, ItsLayoutIsWhatTheSimulatorReadsFromTheEditedRecipe) {
     // The grid prunes by space.estimate(); the campaign's preflight reads the written recipe. They must
     // agree.
