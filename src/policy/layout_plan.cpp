@@ -40,6 +40,12 @@ bool LayoutPlanner::is_layout(std::size_t dim) const {
     }
 }
 
+bool LayoutPlanner::same_layout(const Point& a, const Point& b) const {
+    for (std::size_t d = 0; d < a.size(); ++d)
+        if (is_layout(d) && a[d] != b[d]) return false;
+    return true;
+}
+
 bool LayoutPlanner::fits(const Point& point, double limit_gib) const {
     if (!m_space.consistent(point)) return false;
     const sim::Estimate e = m_space.estimate(point);

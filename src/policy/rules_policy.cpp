@@ -353,8 +353,20 @@ private:
         if (!planner) return std::nullopt;
         const auto incumbent = m_space->point_of(state.incumbent_edits);
         if (!incumbent) return std::nullopt;
+        // A layout measured and reverted is not planned through again: the cluster disagreed with the
+        // estimate there, whatever flags differ since.
+        std::vector<Point> reverted;
+        for (const auto& trial : state.history)
+            if (trial.kind == "candidate" && !trial.accepted && trial.measured && trial.measured->status == "ok")
+                if (auto p = m_space->point_of(trial.edits)) reverted.push_back(std::move(*p));
         std::vector<std::optional<Point>> points;
-        for (const Candidate* c : viable) points.push_back(m_space->point_of(merged(state.incumbent_edits, c->edits)));
+        for (const Candidate* c : viable) {
+            auto p = m_space->point_of(merged(state.incumbent_edits, c->edits));
+            if (p && !planner->same_layout(*p, *incumbent) &&
+                std::any_of(reverted.begin(), reverted.end(), [&](const Point& r) { return planner->same_layout(*p, r); }))
+                p.reset();
+            points.push_back(std::move(p));
+        }
         // A layout estimated at or above one that ran out of memory is not planned through.
         const auto oom_floor = oom_memory_floor(state);
         const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();

@@ -31,6 +31,9 @@ public:
     [[nodiscard]] std::optional<Choice> choose(const Point& incumbent, const std::vector<std::optional<Point>>& candidates,
                                                double memory_limit_gib, double min_gain) const;
 
+    /// The same tp, pp, vpp, cp, ep, micro batch and recompute (the flags may differ).
+    [[nodiscard]] bool same_layout(const Point& a, const Point& b) const;
+
 private:
     struct Target {
         double tokens_per_s_per_gpu;
