@@ -24,6 +24,7 @@ constexpr double k_time_limit_margin = 1.5;     // and a world up to 50% slower 
 constexpr double k_unestimated_time_limit_s = 3600;
 constexpr int k_max_proposals_without_launch = 50;
 constexpr int k_early_stop_min_steps = 10;      // timed steps before a stable trial may stop early
+constexpr int k_min_trial_steps = 15;           // a trial shortened to fit the budget still times 10 steady steps
 
 std::uint64_t run_id(std::uint64_t seed, int trial, int attempt) {
     std::uint64_t x = seed * 0x9E3779B97F4A7C15ULL + std::uint64_t(trial) * 1000003ULL + std::uint64_t(attempt);
@@ -236,7 +237,8 @@ private:
         gate::CheckOptions options;
         options.purpose = gate::Purpose::trial_run;
         if (trial.view.kind == "candidate") options.max_levers = m_ctx.max_levers;
-        return gate::admit(m_ctx.original, trial_document(trial.view.edits, steps()), *m_ctx.adapter, *m_ctx.rules,
+        return gate::admit(m_ctx.original, trial_document(trial.view.edits, trial.steps > 0 ? trial.steps : steps()),
+                           *m_ctx.adapter, *m_ctx.rules,
                            m_ctx.gate_policy, m_ctx.cluster, options);
     }
 
@@ -280,9 +282,19 @@ private:
         }
     }
 
-    double time_limit(const policy::Preflight& p) const {
+    double time_limit(const policy::Preflight& p, int steps) const {
         if (!p.estimated || !p.valid) return k_unestimated_time_limit_s;
-        return k_startup_allowance_s + k_time_limit_margin * steps() * p.step_time_s;
+        return k_startup_allowance_s + k_time_limit_margin * steps * p.step_time_s;
+    }
+    double time_limit(const policy::Preflight& p) const { return time_limit(p, steps()); }
+
+    /// The most steps (up to the campaign's) whose worst case fits in `left_gpu_s`; 0 when even a
+    /// shortest trial does not. Near the end of a budget a shorter trial still measures a move.
+    int affordable_steps(const policy::Preflight& p, int gpus, double left_gpu_s) const {
+        if (!p.estimated || !p.valid || p.step_time_s <= 0) return 0;
+        const double seconds = left_gpu_s / gpus - k_startup_allowance_s;
+        const int steps = std::min(m_ctx.trial_steps, int(seconds / (k_time_limit_margin * p.step_time_s)));
+        return steps >= std::min(k_min_trial_steps, m_ctx.trial_steps) ? steps : 0;
     }
 
     int gpus(const policy::Edits& edits) const { return gpus_of(document_of(edits), *m_ctx.adapter, m_ctx.cluster); }
@@ -297,8 +309,12 @@ private:
 
     void preflight(const CampaignRecord& record, const TrialRecord& trial) {
         const auto p = estimate(trial.view.edits);
-        const double limit = time_limit(p);
-        const double worst = limit * gpus(trial.view.edits);
+        const int n_gpus = gpus(trial.view.edits);
+        int trial_steps = steps();
+        if (time_limit(p) * n_gpus > record.left_gpu_s())
+            if (const int fit = affordable_steps(p, n_gpus, record.left_gpu_s())) trial_steps = fit;
+        const double limit = time_limit(p, trial_steps);
+        const double worst = limit * n_gpus;
         std::string verdict = "ok";
         std::string reason;
         // The user's own recipe always runs once; a policy without a preflight launches what it proposes.
@@ -312,7 +328,7 @@ private:
                                        {"verdict", verdict},
                                        {"reason", reason},
                                        {"estimate", to_json(p)},
-                                       {"steps", steps()},
+                                       {"steps", trial_steps},
                                        {"time_limit_s", limit},
                                        {"worst_case_gpu_seconds", worst}});
     }
