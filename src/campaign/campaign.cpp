@@ -72,6 +72,7 @@ private:
         if (record.trials.empty()) return propose(record, "baseline", policy::Proposal{"", "baseline", {}, "the recipe as given", ""});
         const TrialRecord& last = record.trials.back();
         if (last.view.kind == "confirm") return end(record, last.answers);
+        if (worth_repeating(last)) return repeat(record, last);
         if (last.view.outcome == "over-budget") return finish(record, "the next trial's worst case does not fit in the budget left");
         if (proposals_without_launch(record) >= k_max_proposals_without_launch)
             return finish(record, fmt::format("{} proposals in a row were refused or predicted to fail", k_max_proposals_without_launch));
@@ -80,6 +81,21 @@ private:
         for (auto& [type, fields] : m_policy.take_records()) m_journal.append(type, std::move(fields));
         if (auto* stop = std::get_if<policy::Stop>(&decision)) return finish(record, stop->reason);
         propose(record, "candidate", std::get<policy::Proposal>(decision));
+    }
+
+    /// A candidate that measured faster than the incumbent, but inside the noise band: one more run
+    /// halves the variance of the mean, so gains of half a percent can be told from noise.
+    static bool worth_repeating(const TrialRecord& t) {
+        return t.view.kind == "candidate" && t.repeat_of < 0 && t.decision == "revert" && t.gain && *t.gain > 0 &&
+               t.view.measured && t.view.measured->status == "ok";
+    }
+
+    void repeat(const CampaignRecord& record, const TrialRecord& first) {
+        policy::Proposal again{first.view.lever, first.view.move, first.view.edits,
+                               fmt::format("trial {} measured {:+.1f}%, inside the noise band: measuring it again",
+                                           first.view.n, 100 * *first.gain),
+                               first.answers, first.stepping_stone, first.plan_gain};
+        propose(record, "candidate", again, false, first.view.n);
     }
 
     static int proposals_without_launch(const CampaignRecord& record) {
@@ -140,7 +156,7 @@ private:
     }
 
     void propose(const CampaignRecord& record, const std::string& kind, const policy::Proposal& proposal,
-                 bool absolute = false) {
+                 bool absolute = false, int repeat_of = -1) {
         const int n = record.trials.empty() ? 0 : record.trials.back().view.n + 1;
         const policy::Edits base = kind == "baseline" || absolute ? policy::Edits{} : record.best().view.edits;
         const policy::Edits edits = policy::merged(base, proposal.edits);
@@ -161,6 +177,7 @@ private:
                    {"rationale", proposal.rationale},
                    {"answers", proposal.answers}};
         if (proposal.stepping_stone) event["stepping_stone"] = true, event["plan_gain"] = proposal.plan_gain;
+        if (repeat_of >= 0) event["repeat_of"] = repeat_of;
         m_journal.append("trial-proposed", std::move(event));
     }
 
@@ -462,6 +479,7 @@ private:
                     fmt::format("the repeat ran {:+.1f}% against the measured best (noise band {:.1f}%)", 100 * gain, 100 * min_gain),
                     gain};
         }
+        if (trial.repeat_of >= 0) return judge_repeat(record, trial, gain, min_gain);
         if (gain > min_gain)
             return {"accept", fmt::format("{:+.1f}% beyond the noise band of {:.1f}%", 100 * gain, 100 * min_gain), gain};
         const double freed = inc->peak_memory_gib.value_or(0) - m.peak_memory_gib.value_or(inc->peak_memory_gib.value_or(0));
@@ -476,6 +494,18 @@ private:
         if (predicted) facts["predicted_gain"] = *predicted;
         if (keeps_neutral(facts)) return {"accept", kept_reason(facts, predicted.has_value()), gain};
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
+    }
+
+    /// A second run of a candidate: the mean of its two gains against a band narrowed by sqrt(2).
+    static Judgement judge_repeat(const CampaignRecord& record, const TrialRecord& trial, double gain, double min_gain) {
+        const TrialRecord* first = record.trial(trial.repeat_of);
+        const double mean = (gain + (first && first->gain ? *first->gain : 0.0)) / 2;
+        const double band = min_gain / std::sqrt(2.0);
+        if (mean > band)
+            return {"accept", fmt::format("{:+.1f}% over two runs, beyond their noise band of {:.1f}%", 100 * mean, 100 * band),
+                    mean};
+        return {"revert", fmt::format("{:+.1f}% over two runs, within their noise band of {:.1f}%", 100 * mean, 100 * band),
+                mean};
     }
 
     /// The smallest gain that is not noise between two measurements (skills/rules/search.yaml's min_gain).

@@ -108,6 +108,30 @@ TEST(TunePlans, CrossesAValleyOfSlowerLayoutsWhenEachStepMeasuresAsPredicted) {
     expect_sound(result, campaign, recipe);
 }
 
+TEST(TuneNoise, AGainInsideTheNoiseBandIsMeasuredAgainAndJudgedOnTheMeanOfBothRuns) {
+    // On the vendor-tuned Mixtral layout the gains left are about half a percent, inside a 1% band:
+    // a second run narrows the band by sqrt(2), and some of them are then told from noise.
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = example("bench/nemo-mixtral-8x7b-b200-tuned.yaml");
+    const json result =
+        tune_json({recipe, "--cluster", example("clusters/p6-b200.yaml"), "--budget", "200gpuh"}, campaign);
+    int accepted_on_two = 0, judged_on_two = 0;
+    for (const auto& trial : result["trials"]) {
+        const auto reason = trial["reason"].get<std::string>();
+        if (reason.find("over two runs") == std::string::npos) continue;
+        ++judged_on_two;
+        accepted_on_two += trial["verdict"] == "accept" ? 1 : 0;
+    }
+    EXPECT_GE(judged_on_two, 2) << result.dump(2);
+    EXPECT_GE(accepted_on_two, 1) << result.dump(2);
+    int repeats = 0;
+    for (const auto& event : journal_events(campaign))
+        if (event["type"] == "trial-proposed" && event.contains("repeat_of")) ++repeats;
+    EXPECT_EQ(repeats, judged_on_two) << "each second run names the trial it repeats";
+    expect_sound(result, campaign, recipe);
+}
+
 TEST(TuneResume, AKilledCampaignResumesToTheSameResultAtEveryKillPoint) {
     const TempDir dir;
     const std::string recipe = example("recipes/nemo-llama3-8b-h100.yaml");
