@@ -50,7 +50,7 @@ struct StopRule {
 
 struct Acceptance {
     gate::Expression min_gain;               ///< relative gain a candidate must beat (reads `noise`)
-    std::optional<gate::Expression> keep_neutral;  ///< when a change within noise is kept (reads gain, min_gain, memory_freed_gib, prerequisite, stepping_stone)
+    std::optional<gate::Expression> keep_neutral;  ///< when a change within noise is kept (reads gain, min_gain, memory_freed_gib, prerequisite, stepping_stone, plan_gain, predicted_gain)
     gate::Expression confirm_best;           ///< when the final best is run again
 };
 
