@@ -76,7 +76,7 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     const auto [oracle, first] = oracles.try_emplace({&entry, world_seed}, 0.0);
     if (first) {
         const policy::ConfigSpace space(ctx.original, *ctx.adapter, ctx.cluster);
-        oracle->second = policy::run_gated_oracle(space, *ctx.adapter, world).best_tokens_per_s_per_gpu;
+        oracle->second = policy::run_gated_oracle(space, world).best_tokens_per_s_per_gpu;
     }
     r.oracle_tokens_per_s_per_gpu = oracle->second;
     r.baseline_tokens_per_s_per_gpu = true_throughput(ctx, {}, world);

@@ -447,8 +447,9 @@ private:
         json event{{"trial", trial.view.n}, {"decision", decision}, {"reason", reason}};
         if (gain) event["gain"] = *gain;
         m_journal.append("decision", event);
-        CampaignRecord after = fold(m_journal.events());
-        if (m_progress) m_progress(after, *after.trial(trial.view.n));
+        if (!m_progress) return;  // the loop folds the new event itself; only the callback needs it now
+        const CampaignRecord after = fold(m_journal.events());
+        m_progress(after, *after.trial(trial.view.n));
     }
 
     struct Judgement {
@@ -490,9 +491,8 @@ private:
                                             {"prerequisite", prerequisite ? 1.0 : 0.0},
                                             {"stepping_stone", trial.stepping_stone ? 1.0 : 0.0},
                                             {"plan_gain", trial.plan_gain}};
-        const auto predicted = predicted_gain(trial.view, best.view);
-        if (predicted) facts["predicted_gain"] = *predicted;
-        if (keeps_neutral(facts)) return {"accept", kept_reason(facts, predicted.has_value()), gain};
+        if (const auto predicted = predicted_gain(trial.view, best.view)) facts["predicted_gain"] = *predicted;
+        if (keeps_neutral(facts)) return {"accept", kept_reason(facts), gain};
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
     }
 
@@ -528,10 +528,10 @@ private:
         return trial.preflight->tokens_per_s_per_gpu / incumbent.preflight->tokens_per_s_per_gpu - 1;
     }
 
-    static std::string kept_reason(const std::map<std::string, double>& f, bool predicted) {
+    static std::string kept_reason(const std::map<std::string, double>& f) {
         const double gain = f.at("gain"), min_gain = f.at("min_gain"), freed = f.at("memory_freed_gib");
         // Neither freed memory nor a prerequisite: the plan's clause kept it.
-        if (f.at("stepping_stone") != 0 && freed < 4 && f.at("prerequisite") == 0 && predicted)
+        if (f.at("stepping_stone") != 0 && freed < 4 && f.at("prerequisite") == 0 && f.contains("predicted_gain"))
             return fmt::format("{:+.1f}% is what the plan predicted ({:+.1f}%) on its way to a layout predicted {:+.1f}% faster",
                                100 * gain, 100 * f.at("predicted_gain"), 100 * f.at("plan_gain"));
         return fmt::format("{:+.1f}% is within {} noise band of {:.1f}% and {} for the next move", 100 * gain,

@@ -69,7 +69,7 @@ int execute_oracle(const SimOptions& options) {
     const auto cluster = options.cluster_file.empty() ? cluster::default_cluster() : cluster::load_cluster(options.cluster_file);
     const auto loaded = gate::load_recipe(options.recipe, gate::default_rules());
     const policy::ConfigSpace space(loaded.document, *loaded.adapter, cluster);
-    const auto result = policy::run_gated_oracle(space, *loaded.adapter, sim::World{options.world_seed});
+    const auto result = policy::run_gated_oracle(space, sim::World{options.world_seed});
     const auto edits = space.changes(result.best);
     if (options.json) {
         nlohmann::json edit_json = nlohmann::json::object();

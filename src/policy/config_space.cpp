@@ -387,7 +387,7 @@ Edits ConfigSpace::changes(const sim::Layout& layout) const {
     Edits out;
     for (auto& [path, value] : edits_for(values(layout))) {
         const Value* written = m_original->find(path);
-        const bool same = written ? written->to_string() == value.to_string() : value.is_null();
+        const bool same = written ? written->same_as(value, Value::Numeric::coerce) : value.is_null();
         if (!same) out.insert_or_assign(path, value);
     }
     return out;
@@ -435,10 +435,11 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
                 out.insert_or_assign(d.path, v == 1 && m_vpp_null ? Value::null() : Value::number(v));
                 break;
             case Field::dispatcher:
-            case Field::moe_grouped_gemm:
-                if (const auto it = m_written.at(d.field).find(v); it != m_written.at(d.field).end())
-                    out.insert_or_assign(d.path, it->second);
+            case Field::moe_grouped_gemm: {
+                const auto& written = m_written.at(d.field);
+                if (const auto it = written.find(v); it != written.end()) out.insert_or_assign(d.path, it->second);
                 break;
+            }
             default:
                 if (is_flag(d.field))
                     out.insert_or_assign(d.path, Value::boolean(v != 0));
@@ -506,8 +507,8 @@ std::string ConfigSpace::describe(const Point& point) const {
     return out;
 }
 
-sim::OracleResult run_gated_oracle(const ConfigSpace& space, const gate::Adapter& adapter, const sim::World& world) {
-    sim::LeverSpace levers = sim::lever_space(adapter);
+sim::OracleResult run_gated_oracle(const ConfigSpace& space, const sim::World& world) {
+    sim::LeverSpace levers = sim::lever_space(space.adapter());
     levers.etp_follows_tp = space.etp_follows_tp();
     // The MoE backend choices are enumerated as the space reads them back from the recipe.
     for (const auto& d : space.dimensions())

@@ -209,20 +209,21 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // Compute (§1b): GEMMs at a size-dependent efficiency, core attention in BF16 kernels.
     // LoRA freezes the base weights: the backward pass computes input gradients (2N) but no weight
     // gradients (2N), so the GEMM work is 4N per token instead of 6N (the adapters' rank-r GEMMs are small).
-    const double gemm_flops = (l.lora ? 4.0 : 6.0) * active_gemm_params(m) * tokens_step_gpu;
+    const double gemm_params = active_gemm_params(m);
+    const double gemm_flops = (l.lora ? 4.0 : 6.0) * gemm_params * tokens_step_gpu;
     // Core attention and the Mamba scans run in BF16 kernels of their own (the scan at the attention rate).
     const double attn_flops = (core_attention_flops_per_seq(m) * m.seq_len * (attention_layers(m) + m.mtp_layers) +
                                m.mamba_layers * mamba_scan_flops(m)) * tokens_step_gpu;
     const double peak = (l.precision == Precision::fp8 ? hw.fp8_tflops : hw.bf16_tflops) * 1e12;
-    const double width = double(m.experts > 0 ? std::max(m.hidden, m.moe_ffn) : m.hidden) / l.tp;
-    double gemm_eff = gemm_efficiency(width, tokens_mb, l, hw);
+    // Attention, shared, dense and output GEMMs run at the hidden width.
+    const double dense_eff = gemm_efficiency(double(m.hidden) / l.tp, tokens_mb, l, hw);
+    double gemm_eff = dense_eff;
     if (m.experts > 0) {
         // Expert GEMMs see only the tokens routed to them; without grouped GEMM each runs alone.
         const double expert_tokens = tokens_mb * m.topk * l.ep / m.experts;
         // The step spends each GEMM's FLOPs at its own rate: weight the two rates by the routed experts'
-        // share of the FLOPs (a harmonic mean), attention/shared/dense/output GEMMs at the hidden width.
-        const double routed = (moe_layers(m) + m.mtp_layers) * m.topk * expert_params(m) / active_gemm_params(m);
-        const double dense_eff = gemm_efficiency(double(m.hidden) / l.tp, tokens_mb, l, hw);
+        // share of the FLOPs (a harmonic mean).
+        const double routed = (moe_layers(m) + m.mtp_layers) * m.topk * expert_params(m) / gemm_params;
         const double expert_eff = gemm_efficiency(m.moe_ffn / double(l.etp), expert_tokens, l, hw) *
                                   (l.moe_grouped_gemm ? 0.6 : 0.4);
         gemm_eff = 1.0 / ((1.0 - routed) / dense_eff + routed / expert_eff);

@@ -32,7 +32,6 @@ std::string text(const recipe::Document& r, const gate::Adapter& a, std::string_
     return value && !value->is_null() ? util::to_lower(value->to_string()) : std::string();
 }
 
-
 /// A local model folder (or its config.json), as given or relative to the recipe's folder.
 std::optional<std::filesystem::path> local_config(const std::string& name, const std::string& recipe) {
     namespace fs = std::filesystem;

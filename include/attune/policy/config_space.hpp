@@ -83,6 +83,8 @@ public:
     [[nodiscard]] Edits changes(const sim::Layout& layout) const;
     /// True when the recipe leaves expert tensor parallelism to follow tp.
     [[nodiscard]] bool etp_follows_tp() const { return m_etp_follows_tp; }
+    /// The adapter the space was read through.
+    [[nodiscard]] const gate::Adapter& adapter() const { return *m_adapter; }
     /// The simulator's inputs read from the original.
     [[nodiscard]] const sim::SimInputs& inputs() const { return m_inputs; }
 
@@ -130,7 +132,7 @@ private:
 
 /// The oracle (`sim::run_oracle` over the adapter's lever domains) counting only what the gate allows:
 /// the ceiling a tuner is compared against.
-sim::OracleResult run_gated_oracle(const ConfigSpace& space, const gate::Adapter& adapter, const sim::World& world);
+sim::OracleResult run_gated_oracle(const ConfigSpace& space, const sim::World& world);
 
 /// The option value of `field` at `point`, or nullopt when the space does not have that lever.
 std::optional<int> option_of(const ConfigSpace& space, const Point& point, Field field);

@@ -95,7 +95,7 @@ TEST(GatedOracle, CountsOnlyWhatTheGateAllows) {
     const auto& in = space.inputs();
     const auto ungated = sim::run_oracle(world, in.hardware, in.model, in.layout, sim::lever_space(*recipe.adapter));
     EXPECT_FALSE(space.admits(ungated.best)) << "tp " << ungated.best.tp << ", mbs " << ungated.best.mbs;
-    const auto gated = run_gated_oracle(space, *recipe.adapter, world);
+    const auto gated = run_gated_oracle(space, world);
     EXPECT_LT(gated.best_tokens_per_s_per_gpu, ungated.best_tokens_per_s_per_gpu);
     EXPECT_GE(gated.best_tokens_per_s_per_gpu, gated.baseline_tokens_per_s_per_gpu);
     const auto verdict = gate::check(recipe.document, recipe.document.with_edits(edit_list(space.changes(gated.best))),
@@ -118,7 +118,7 @@ TEST(GatedOracle, KeepsTheRecipesOwnUnevenPipelineSplit) {
     const ConfigSpace space(recipe.document, *recipe.adapter, cluster);
     ASSERT_TRUE(space.original_point().has_value());
     EXPECT_TRUE(space.consistent(*space.original_point()));
-    const auto result = run_gated_oracle(space, *recipe.adapter, sim::World{});
+    const auto result = run_gated_oracle(space, sim::World{});
     EXPECT_GT(result.best_tokens_per_s_per_gpu, 1.1 * result.baseline_tokens_per_s_per_gpu);
 }
 
