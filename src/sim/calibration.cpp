@@ -110,6 +110,14 @@ Estimate best_layout(const Hardware& hw, const ModelShape& m, Layout l, int gpus
     return best;
 }
 
+// Automodel's rows leave recompute to the recipe YAML ("see recipe YAML"). Its LoRA benchmark recipes
+// that shard with tp > 1 (examples/llm_benchmark custom_llama3_3_70b_instruct_peft_benchmark*.yaml,
+// custom_qwen2_5_32b_peft_benchmark*.yaml) set `activation_checkpointing: true`, which wraps every
+// decoder layer (full recompute); the tp = 1 ones (llama3_1_8b_, qwen2_5_7b_peft_benchmark.yaml) do not.
+bool automodel_lora_checkpoints(const std::string& framework, const std::string& recompute, const Layout& l) {
+    return contains(framework, "automodel") && contains(recompute, "see recipe yaml") && l.lora && l.tp > 1;
+}
+
 void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationRow& row) {
     const std::string& model_key = c.get(r, "model_key");
     std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : find_model(model_key);
@@ -142,17 +150,18 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
         if (std::regex_search(sharding, match, shard)) l.fsdp_shard = std::stoi(match[1].matched ? match[1] : match[2]);
     }
     const std::string recompute = c.get(r, "recompute");
-    if (contains(recompute, "full")) l.recompute = Recompute::full;
-    else if (contains(recompute, "selective") || contains(recompute, "sac")) l.recompute = Recompute::selective;
     const std::string framework = c.get(r, "framework");
+    const std::string task = c.get(r, "task");
+    l.lora = contains(task, "lora") || contains(task, "peft");
+    if (contains(recompute, "full") || automodel_lora_checkpoints(framework, recompute, l))
+        l.recompute = Recompute::full;
+    else if (contains(recompute, "selective") || contains(recompute, "sac")) l.recompute = Recompute::selective;
     const bool megatron = contains(framework, "megatron") || (contains(framework, "nemo") && !contains(framework, "automodel"));
     l.sequence_parallel = l.tp > 1;
     // PyTorch-native stacks lack Transformer Engine's fused kernels unless the row says it ran them
     // (Automodel's "kernels=TE + ..." column).
     l.fusions = megatron || contains(c.get(r, "notes"), "kernels=te");
     l.tp_comm_overlap = megatron || contains(precision, "asynctp");
-    const std::string task = c.get(r, "task");
-    l.lora = contains(task, "lora") || contains(task, "peft");
     const std::string notes = c.get(r, "notes");
     l.cuda_graphs = contains(notes, "cuda_graph");
     l.dispatcher = contains(notes, "hybridep") || contains(notes, "deepep") || contains(notes, "flex") ? Dispatcher::flex
