@@ -586,6 +586,20 @@ std::optional<double> noise_in_place(std::vector<double>& values, double centre)
     return centre == 0.0 ? std::nullopt : std::optional<double>(median_in_place(values) / centre);
 }
 
+// The median of one column's finite values over the steps `keep` accepts, or none.
+// `buffer` holds the column afterwards (partially sorted), for a noise figure.
+template <typename Keep>
+std::optional<double> median_of_column(std::vector<StepRecord>::const_iterator first, std::vector<StepRecord>::const_iterator last,
+                                       OptionalDouble StepRecord::* member, const Keep& keep, std::vector<double>& buffer) {
+    buffer.clear();
+    for (auto it = first; it != last; ++it) {
+        if (const auto& value = (*it).*member; value && std::isfinite(*value) && keep(*it)) {
+            buffer.push_back(*value);
+        }
+    }
+    return buffer.empty() ? std::nullopt : std::optional<double>(median_in_place(buffer));
+}
+
 }  // namespace
 
 const std::vector<std::string>& dialect_names() {
@@ -604,57 +618,35 @@ const std::vector<std::string>& dialect_names() {
 void summarise(RunMetrics& metrics) {
     // The steady steps: the first (warm-up: compilation, allocator growth) is dropped, then any whose
     // step time (or throughput) is more than twice or less than half the median (restarts, async
-    // artefacts). A multi-GB log has millions of steps: the columns are read in one pass, without a
-    // list of the steady steps, and one buffer serves first for the median and then for step times.
+    // artefacts). A multi-GB log has millions of steps: there is no list of the steady steps, and one
+    // buffer serves every column in turn (fresh pages are costly: a column is 8 bytes a step).
     const auto& steps = metrics.steps;
     metrics.steady = {};
     std::size_t used = 0;
-    std::vector<double> times;
-    std::vector<double> tokens;
-    std::vector<double> tflops;
     if (steps.size() >= 2) {
         const auto first = steps.begin() + 1;
-        const auto count = steps.size() - 1;
         const bool by_time = std::any_of(first, steps.end(), [](const StepRecord& r) { return r.step_time_s && std::isfinite(*r.step_time_s); });
         const auto member = by_time ? &StepRecord::step_time_s : &StepRecord::tokens_per_s_per_gpu;
         std::vector<double> values;
-        reserve_huge(values, count);
-        for (auto it = first; it != steps.end(); ++it) {
-            if (const auto& value = (*it).*member; value && std::isfinite(*value)) {
-                values.push_back(*value);
-            }
+        reserve_huge(values, steps.size() - 1);
+        const auto centre = median_of_column(first, steps.end(), member, [](const StepRecord&) { return true; }, values);
+        const auto steady = [&](const StepRecord& step) {
+            const auto& v = step.*member;
+            return !(centre && v && (*v > 2.0 * *centre || *v < 0.5 * *centre));
+        };
+        used = static_cast<std::size_t>(std::count_if(first, steps.end(), steady));
+        auto& out = metrics.steady;
+        out.step_time_s = median_of_column(first, steps.end(), &StepRecord::step_time_s, steady, values);
+        if (out.step_time_s) {
+            out.noise = noise_in_place(values, *out.step_time_s);
         }
-        const auto centre = values.empty() ? std::nullopt : std::optional<double>(median_in_place(values));
-        times = std::move(values);
-        times.clear();
-        reserve_huge(tokens, count);
-        reserve_huge(tflops, count);
-        for (auto it = first; it != steps.end(); ++it) {
-            const auto& step = *it;
-            if (const auto& v = step.*member; centre && v && (*v > 2.0 * *centre || *v < 0.5 * *centre)) {
-                continue;
-            }
-            ++used;
-            for (auto [value, out] : {std::pair{&step.step_time_s, &times}, std::pair{&step.tokens_per_s_per_gpu, &tokens},
-                                      std::pair{&step.tflops_per_gpu, &tflops}}) {
-                if (*value && std::isfinite(**value)) {
-                    out->push_back(**value);
-                }
-            }
+        out.tokens_per_s_per_gpu = median_of_column(first, steps.end(), &StepRecord::tokens_per_s_per_gpu, steady, values);
+        if (!out.step_time_s && out.tokens_per_s_per_gpu) {
+            out.noise = noise_in_place(values, *out.tokens_per_s_per_gpu);
         }
+        out.tflops_per_gpu = median_of_column(first, steps.end(), &StepRecord::tflops_per_gpu, steady, values);
     }
     metrics.steady.steps_used = used;
-    const auto median_or_null = [](std::vector<double>& values) {
-        return values.empty() ? std::nullopt : std::optional<double>(median_in_place(values));
-    };
-    metrics.steady.step_time_s = median_or_null(times);
-    metrics.steady.tokens_per_s_per_gpu = median_or_null(tokens);
-    metrics.steady.tflops_per_gpu = median_or_null(tflops);
-    if (!times.empty()) {
-        metrics.steady.noise = noise_in_place(times, *metrics.steady.step_time_s);
-    } else if (!tokens.empty()) {
-        metrics.steady.noise = noise_in_place(tokens, *metrics.steady.tokens_per_s_per_gpu);
-    }
     if (metrics.status == Status::ok && used < k_min_steady_steps) {
         metrics.status = Status::too_short;
         metrics.evidence.push_back({0, std::to_string(used) + " steady steps, fewer than " + std::to_string(k_min_steady_steps)});
