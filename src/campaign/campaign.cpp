@@ -148,11 +148,7 @@ private:
         const double cost = trial_cost(record.best().view.edits);
         const std::map<std::string, double> facts{{"budget_left_gpuh", record.left_gpu_s() / 3600},
                                                   {"trial_cost_gpuh", cost / 3600}};
-        const auto holds = m_ctx.search->acceptance.confirm_best.evaluate([&](const std::string& name) -> std::optional<double> {
-            const auto it = facts.find(name);
-            return it == facts.end() ? std::nullopt : std::optional{it->second};
-        });
-        return holds && *holds != 0 && worst_case(record.best().view.edits) <= record.left_gpu_s();
+        return holds(m_ctx.search->acceptance.confirm_best, facts) && worst_case(record.best().view.edits) <= record.left_gpu_s();
     }
 
     void propose(const CampaignRecord& record, const std::string& kind, const policy::Proposal& proposal,
@@ -480,7 +476,7 @@ private:
                     fmt::format("the repeat ran {:+.1f}% against the measured best (noise band {:.1f}%)", 100 * gain, 100 * min_gain),
                     gain};
         }
-        if (trial.repeat_of >= 0) return judge_repeat(record, trial, gain, min_gain);
+        if (trial.repeat_of >= 0) return judge_repeat(record, trial, best, gain, min_gain);
         if (gain > min_gain)
             return {"accept", fmt::format("{:+.1f}% beyond the noise band of {:.1f}%", 100 * gain, 100 * min_gain), gain};
         const double freed = inc->peak_memory_gib.value_or(0) - m.peak_memory_gib.value_or(inc->peak_memory_gib.value_or(0));
@@ -490,19 +486,29 @@ private:
                                             {"memory_freed_gib", freed},
                                             {"prerequisite", prerequisite ? 1.0 : 0.0},
                                             {"stepping_stone", trial.stepping_stone ? 1.0 : 0.0},
-                                            {"plan_gain", trial.plan_gain}};
+                                            {"plan_gain", trial.plan_gain},
+                                            {"budget_left_gpuh", record.left_gpu_s() / 3600},
+                                            {"trial_cost_gpuh", trial_cost(best.view.edits) / 3600}};
         if (const auto predicted = predicted_gain(trial.view, best.view)) facts["predicted_gain"] = *predicted;
         if (keeps_neutral(facts)) return {"accept", kept_reason(facts), gain};
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
     }
 
     /// A second run of a candidate: the mean of its two gains against a band narrowed by sqrt(2).
-    static Judgement judge_repeat(const CampaignRecord& record, const TrialRecord& trial, double gain, double min_gain) {
+    Judgement judge_repeat(const CampaignRecord& record, const TrialRecord& trial, const TrialRecord& best, double gain,
+                           double min_gain) const {
         const TrialRecord* first = record.trial(trial.repeat_of);
         const double mean = (gain + (first && first->gain ? *first->gain : 0.0)) / 2;
         const double band = min_gain / std::sqrt(2.0);
         if (mean > band)
             return {"accept", fmt::format("{:+.1f}% over two runs, beyond their noise band of {:.1f}%", 100 * mean, 100 * band),
+                    mean};
+        const auto predicted = predicted_gain(trial.view, best.view);
+        const auto& rule = m_ctx.search->acceptance.accept_repeat;
+        if (predicted && rule && holds(*rule, {{"gain", mean}, {"band", band}, {"predicted_gain", *predicted}}))
+            return {"accept",
+                    fmt::format("{:+.1f}% over two runs, inside their noise band of {:.1f}% but as the estimate predicted ({:+.1f}%)",
+                                100 * mean, 100 * band, 100 * *predicted),
                     mean};
         return {"revert", fmt::format("{:+.1f}% over two runs, within their noise band of {:.1f}%", 100 * mean, 100 * band),
                 mean};
@@ -542,12 +548,16 @@ private:
 
     bool keeps_neutral(const std::map<std::string, double>& facts) const {
         const auto& rule = m_ctx.search->acceptance.keep_neutral;
-        if (!rule) return false;
-        const auto holds = rule->evaluate([&](const std::string& name) -> std::optional<double> {
+        return rule && holds(*rule, facts);
+    }
+
+    /// An acceptance condition over named facts; a fact it needs and lacks makes it false.
+    static bool holds(const gate::Expression& rule, const std::map<std::string, double>& facts) {
+        const auto value = rule.evaluate([&](const std::string& name) -> std::optional<double> {
             const auto it = facts.find(name);
             return it == facts.end() ? std::nullopt : std::optional{it->second};
         });
-        return holds && *holds != 0;
+        return value && *value != 0;
     }
 
     /// objective-drift when the losses depart from the baseline's beyond the gate policy's tolerance.

@@ -238,7 +238,8 @@ public:
         for (const auto& rule : m_rules.stop)
             if (const auto holds = rule.when.evaluate(stop_lookup); holds && *holds != 0) return Stop{rule.why};
         const auto best = choose(state, candidates);
-        if (!best) return Stop{"Every applicable move is predicted not to fit or to be slower than the incumbent."};
+        if (!best) return Stop{"Every applicable move is predicted not to fit or to be slower than the incumbent, and no "
+                               "layout predicted faster is reachable."};
         const std::string answers = state.incumbent_measured ? state.incumbent_measured->bottleneck : "";
         return Proposal{best->lever, best->move->id, best->edits, best->rationale, answers, best->planned, best->plan_gain};
     }
@@ -338,17 +339,23 @@ private:
             viable.push_back(&c);
         }
         if (viable.empty()) return std::nullopt;
-        if (const auto planned = plan(state, viable)) return *planned;
+        if (const auto planned = plan(state, viable, k_planned_gain)) return *planned;
+        std::vector<Candidate*> own;
+        std::copy_if(viable.begin(), viable.end(), std::back_inserter(own),
+                     [&](const Candidate* c) { return !m_rules.phases[c->phase].planned_only; });
+        // The moves are spent and budget is left: explore toward layouts predicted only a little faster,
+        // which the cluster may rank differently than the model (a detour that does not pay is undone
+        // when the campaign ends: incumbent-restored).
+        if (own.empty()) return plan(state, viable, k_explore_gain);
         const auto speed = [](const Candidate* c) {
             return c->estimate && c->estimate->valid ? c->estimate->tokens_per_s_per_gpu : 0.0;
         };
-        std::stable_sort(viable.begin(), viable.end(),
-                         [&](const Candidate* a, const Candidate* b) { return speed(a) > speed(b); });
-        return *viable.front();
+        std::stable_sort(own.begin(), own.end(), [&](const Candidate* a, const Candidate* b) { return speed(a) > speed(b); });
+        return *own.front();
     }
 
     /// The viable move that leads toward a faster layout the planner can reach, if any.
-    std::optional<Candidate> plan(const CampaignState& state, const std::vector<Candidate*>& viable) {
+    std::optional<Candidate> plan(const CampaignState& state, const std::vector<Candidate*>& viable, double min_gain) {
         const LayoutPlanner* planner = planner_for(state);
         if (!planner) return std::nullopt;
         const auto incumbent = m_space->point_of(state.incumbent_edits);
@@ -370,7 +377,7 @@ private:
         // A layout estimated at or above one that ran out of memory is not planned through.
         const auto oom_floor = oom_memory_floor(state);
         const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
-        const auto choice = planner->choose(*incumbent, points, limit, k_planned_gain);
+        const auto choice = planner->choose(*incumbent, points, limit, min_gain);
         if (!choice) return std::nullopt;
         Candidate chosen = *viable[choice->index];
         chosen.planned = true;
@@ -393,6 +400,7 @@ private:
     // Plans leave 5 % of HBM free: the estimate assumes typical fragmentation, a cluster may have more.
     static constexpr double k_memory_margin = 0.05;
     static constexpr double k_planned_gain = 0.02;      // a target worth a detour: 2 % faster, predicted
+    static constexpr double k_explore_gain = 0.005;     // once the moves are spent: half a percent
     static constexpr double k_memory_step_gib = 0.01;   // "below" a layout that ran out of memory
     std::unique_ptr<ConfigSpace> m_space;
     std::unique_ptr<LayoutPlanner> m_planner;

@@ -66,10 +66,11 @@ Move move_of(const RulesFile& file, const YAML::Node& node, const std::string& i
 }
 
 Phase phase_of(const RulesFile& file, const YAML::Node& node) {
-    file.expect_fields(node, {"name", "when", "why", "moves"});
+    file.expect_fields(node, {"name", "when", "why", "planned_only", "moves"});
     Phase phase;
     phase.name = file.string(node["name"], "a phase name");
     phase.when = optional_expression(file, node["when"], "a condition");
+    phase.planned_only = node["planned_only"] && file.boolean(node["planned_only"], "planned_only");
     phase.why = file.string(node["why"], "the reason for the phase");
     if (!node["moves"] || !node["moves"].IsSequence()) file.fail(node, "a list of moves");
     for (std::size_t i = 0; i < node["moves"].size(); ++i)
@@ -86,6 +87,7 @@ SearchRules SearchRules::load(const std::filesystem::path& path) {
     SearchRules rules{
         .acceptance = {.min_gain = expression(file, root["acceptance"]["min_gain"], "a gain expression"),
                        .keep_neutral = optional_expression(file, root["acceptance"]["keep_neutral"], "a condition"),
+                       .accept_repeat = optional_expression(file, root["acceptance"]["accept_repeat"], "a condition"),
                        .confirm_best = expression(file, root["acceptance"]["confirm_best"], "a condition")},
         .on_failure = {},
         .phases = {},

@@ -32,6 +32,9 @@ struct Phase {
     std::optional<gate::Expression> when;
     std::string why;
     std::vector<Move> moves;
+    /// Its moves are taken only on the layout planner's path to a layout predicted faster, never
+    /// tried on their own.
+    bool planned_only = false;
 };
 
 /// What to do with a candidate that did not finish ok.
@@ -51,6 +54,9 @@ struct StopRule {
 struct Acceptance {
     gate::Expression min_gain;               ///< relative gain a candidate must beat (reads `noise`)
     std::optional<gate::Expression> keep_neutral;  ///< when a change within noise is kept (reads gain, min_gain, memory_freed_gib, prerequisite, stepping_stone, plan_gain, predicted_gain)
+    /// when a candidate measured twice, whose mean gain is inside the two runs' noise band, is still
+    /// accepted (reads gain: that mean, band, predicted_gain); absent, never
+    std::optional<gate::Expression> accept_repeat;
     gate::Expression confirm_best;           ///< when the final best is run again
 };
 

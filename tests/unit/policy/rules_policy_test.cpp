@@ -89,6 +89,22 @@ TEST(RulesPolicy, AMoveTriedAgainstThisIncumbentIsNotProposedAgainAndARequiremen
     EXPECT_EQ(std::get<policy::Stop>(decision).reason, "nothing left");
 }
 
+TEST(RulesPolicy, APlannedOnlyMoveIsNeverTriedOnItsOwn) {
+    const Fixture f;
+    const auto path = std::string(ATTUNE_FIXTURES) + "/policy/planned-only.yaml";
+    const auto planned_rules = policy::SearchRules::load(path);
+    auto planned_only = policy::make_rules_policy(planned_rules);
+    const auto decision = planned_only->propose(f.state());
+    ASSERT_TRUE(std::holds_alternative<policy::Stop>(decision)) << proposal(decision).move;
+    EXPECT_NE(std::get<policy::Stop>(decision).reason.find("no layout predicted faster is reachable"), std::string::npos)
+        << std::get<policy::Stop>(decision).reason;
+
+    auto rules = policy::SearchRules::load(path);
+    rules.phases.front().planned_only = false;
+    auto own = policy::make_rules_policy(rules);
+    EXPECT_EQ(proposal(own->propose(f.state())).move, "explore/1") << "the same move, taken on its own";
+}
+
 TEST(RulesPolicy, TheShippedRulesProposeOneLeverThatTheGateAllows) {
     const Fixture f;
     auto policy = policy::make_rules_policy(policy::default_search_rules());
