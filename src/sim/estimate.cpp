@@ -31,6 +31,22 @@ double mamba_scan_flops(const ModelShape& m) {
     return 3.0 * 2.0 * inner * (2.0 * m.mamba_state + 128.0);
 }
 
+// HBM bytes per token that one Mamba-2 mixer moves outside its GEMMs, forward and backward (the
+// kernels of mamba_ssm / Megatron's MambaMixer, none fused with its neighbours):
+// * causal conv1d over x, B and C (d_inner + 2·groups·state wide): read and write forward, read the
+//   input and the gradient and write the input gradient backward: 5 passes of bf16;
+// * the chunked SSD scan: x and y (d_inner wide) about 8 passes of bf16 over the forward and backward
+//   kernels, and the fp32 chunk states (heads·head_dim·state per 128-token chunk) written by
+//   chunk_state, read and rewritten by state_passing, read by chunk_scan, and again backward: 8 passes;
+// * the gated RMSNorm of y by silu(z): y, z read and the output written forward, y, z and the
+//   gradient read and two gradients written backward: 8 passes of bf16.
+double mamba_traffic_bytes(const ModelShape& m) {
+    const double inner = double(m.mamba_heads) * m.mamba_head_dim;
+    const double conv = inner + 2.0 * m.mamba_groups * m.mamba_state;
+    const double states = inner * m.mamba_state / 128.0;
+    return 5.0 * 2.0 * conv + 8.0 * 2.0 * inner + 8.0 * 4.0 * states + 8.0 * 2.0 * inner;
+}
+
 // Parameters of one layer's attention block (§1b; MLA variant for DeepSeek-style models).
 double attention_params(const ModelShape& m) {
     const double h = m.hidden;
@@ -234,6 +250,8 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // MoE permutation traffic only in the MoE layers.
     const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.layers + 3.0 * m.topk * moe_layers(m));
     compute += tokens_step_gpu * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
+    // The Mamba mixers' conv, scan and gated-norm kernels, split over tp like the mixer's heads.
+    compute += tokens_step_gpu * m.mamba_layers * mamba_traffic_bytes(m) / l.tp / (hw.hbm_tbps * 1e12);
     if (l.recompute == Recompute::full) {
         const double share = l.recompute_layers > 0 ? std::min(1.0, double(l.recompute_layers) * l.pp / m.layers) : 1.0;
         compute *= 1.0 + share * (l.lora ? 0.5 : 1.0 / 3.0);   // forward replayed: 2N of 6N, or of 4N under LoRA

@@ -47,6 +47,23 @@ TEST(SimEstimate, LoraSkipsWeightGradientsAndTheirState) {
     EXPECT_DOUBLE_EQ(lora.memory_gib.optimizer, 0.0);
 }
 
+TEST(SimEstimate, MambaMixersPayForTheirConvScanAndNormTraffic) {
+    // Nemotron 3 Nano: 52 blocks, 23 of them MoE (top-6) and 23 Mamba-2 mixers (64 heads x 64, state 128,
+    // 8 groups). What halving HBM bandwidth adds to the compute time is the HBM-bound traffic: 40 B per
+    // hidden unit per block and per routed copy in the MoE blocks (fused), plus each mixer's 323 kB per
+    // token (conv 61, x/y 66, fp32 chunk states 131, gated norm 66).
+    const auto shape = model("nemotron3_nano_30b_a3b", 4096);
+    Layout l;
+    l.ep = 8, l.mbs = 4, l.gbs = 512;
+    Hardware slow = h100();
+    slow.hbm_tbps /= 2;
+    const double added = estimate(slow, shape, l).breakdown_s.compute - estimate(h100(), shape, l).breakdown_s.compute;
+    const double tokens = 512.0 * 4096 / 8;
+    const double mixer = 5 * 2 * (4096 + 2 * 8 * 128) + 8 * 2 * 4096 + 8 * 4 * (4096 * 128 / 128.0) + 8 * 2 * 4096;
+    const double bytes = tokens * (40.0 * 2688 * (52 + 3 * 6 * 23) + 23 * mixer);
+    EXPECT_NEAR(added, bytes / (h100().hbm_tbps * 1e12), 1e-6 * added);
+}
+
 TEST(SimEstimate, FlopsPerTokenMatchesTheMegatronFormulaForLlama3_8b) {
     // models.csv: 51.47 GFLOP/token at seq 8192 (causal Megatron-Core formula).
     EXPECT_NEAR(flops_per_token(model("llama3_8b", 8192)) / 1e9, 51.47, 0.3);
