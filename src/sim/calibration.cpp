@@ -118,6 +118,18 @@ bool automodel_lora_checkpoints(const std::string& framework, const std::string&
     return contains(framework, "automodel") && contains(recompute, "see recipe yaml") && l.lora && l.tp > 1;
 }
 
+// NeMo 1.x (the NeMo 24.07 performance tables and earlier) adapts only the fused QKV projection by
+// default: examples/nlp/language_modeling/tuning/conf/megatron_gpt_finetuning_config.yaml,
+// `lora_tuning.target_modules: ['attention_qkv']`. Automodel's benchmark recipes adapt `*_proj`.
+LoraTargets lora_targets(const std::string& framework) {
+    static const std::regex release{R"(nemo (\d+)\.(\d+))"};
+    std::smatch match;
+    const std::string lowered = util::to_lower(framework);
+    if (contains(lowered, "automodel") || !std::regex_search(lowered, match, release)) return LoraTargets::all_projections;
+    const int year = std::stoi(match[1]), month = std::stoi(match[2]);
+    return year < 24 || (year == 24 && month <= 7) ? LoraTargets::attention_qkv : LoraTargets::all_projections;
+}
+
 void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationRow& row) {
     const std::string& model_key = c.get(r, "model_key");
     std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : find_model(model_key);
@@ -153,6 +165,7 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     const std::string framework = c.get(r, "framework");
     const std::string task = c.get(r, "task");
     l.lora = contains(task, "lora") || contains(task, "peft");
+    l.lora_targets = lora_targets(framework);
     if (contains(recompute, "full") || automodel_lora_checkpoints(framework, recompute, l))
         l.recompute = Recompute::full;
     else if (contains(recompute, "selective") || contains(recompute, "sac")) l.recompute = Recompute::selective;

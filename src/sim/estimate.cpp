@@ -47,6 +47,29 @@ double mamba_traffic_bytes(const ModelShape& m) {
     return 5.0 * 2.0 * conv + 8.0 * 2.0 * inner + 8.0 * 4.0 * states + 8.0 * 2.0 * inner;
 }
 
+// HBM bytes per token that LoRA adapters move beside the frozen GEMMs they wrap, summed over the
+// adapted projections (all: qkv, attention output, MLP in and out, the routed and shared experts',
+// the Mamba in/out projections; or the fused QKV only). The rank-r GEMMs are negligible work but each adapter reads its
+// input x and writes, scales and adds its output (forward: x once, the output 6 times), and backward
+// reads the output gradient twice, scales it, reads x, writes and accumulates the input gradient
+// (backward: x 5 times, the output 4 times): 6 passes over the inputs and 10 over the outputs, bf16.
+double lora_traffic_bytes(const ModelShape& m, LoraTargets targets) {
+    const double h = m.hidden;
+    const double q = m.mla ? double(m.heads) * m.v_head_dim : double(m.heads) * head_dim(m);
+    const double qkv = m.mla ? m.q_lora_rank + m.kv_lora_rank + double(m.heads) * (m.qk_nope_dim + m.qk_rope_dim)
+                             : q + 2.0 * m.kv_heads * head_dim(m);
+    const double up = mlp_matrices(m) - 1.0;   // FC1 is 2·ffn wide when gated
+    auto adapted = [](double inputs, double outputs) { return 2.0 * (6.0 * inputs + 10.0 * outputs); };
+    if (targets == LoraTargets::attention_qkv) return (attention_layers(m) + m.mtp_layers) * adapted(h, qkv);
+    double bytes = (attention_layers(m) + m.mtp_layers) * adapted(h + q, qkv + h);
+    bytes += dense_mlp_layers(m) * adapted(h + m.ffn, up * m.ffn + h);
+    bytes += moe_layers(m) * (m.topk * adapted(h + m.moe_ffn, up * m.moe_ffn + h) +
+                              (m.shared_ffn > 0 ? adapted(h + m.shared_ffn, up * m.shared_ffn + h) : 0.0));
+    const double inner = double(m.mamba_heads) * m.mamba_head_dim;
+    bytes += m.mamba_layers * adapted(h + inner, 2.0 * inner + 2.0 * m.mamba_groups * m.mamba_state + m.mamba_heads + h);
+    return bytes;
+}
+
 // Parameters of one layer's attention block (§1b; MLA variant for DeepSeek-style models).
 double attention_params(const ModelShape& m) {
     const double h = m.hidden;
@@ -252,6 +275,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     compute += tokens_step_gpu * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
     // The Mamba mixers' conv, scan and gated-norm kernels, split over tp like the mixer's heads.
     compute += tokens_step_gpu * m.mamba_layers * mamba_traffic_bytes(m) / l.tp / (hw.hbm_tbps * 1e12);
+    if (l.lora) compute += tokens_step_gpu * lora_traffic_bytes(m, l.lora_targets) / l.tp / (hw.hbm_tbps * 1e12);
     if (l.recompute == Recompute::full) {
         const double share = l.recompute_layers > 0 ? std::min(1.0, double(l.recompute_layers) * l.pp / m.layers) : 1.0;
         compute *= 1.0 + share * (l.lora ? 0.5 : 1.0 / 3.0);   // forward replayed: 2N of 6N, or of 4N under LoRA
