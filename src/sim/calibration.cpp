@@ -169,6 +169,11 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     if (contains(recompute, "full") || automodel_lora_checkpoints(framework, recompute, l))
         l.recompute = Recompute::full;
     else if (contains(recompute, "selective") || contains(recompute, "sac")) l.recompute = Recompute::selective;
+    // Megatron's block method recomputes only `recompute_num_layers` layers per stage ("layers=N").
+    static const std::regex recompute_layers{R"(method=block,\s*layers=(\d+))"};
+    std::smatch layers_match;
+    if (l.recompute == Recompute::full && std::regex_search(recompute, layers_match, recompute_layers))
+        l.recompute_layers = std::stoi(layers_match[1]);
     const bool megatron = contains(framework, "megatron") || (contains(framework, "nemo") && !contains(framework, "automodel"));
     l.sequence_parallel = l.tp > 1;
     // PyTorch-native stacks lack Transformer Engine's fused kernels unless the row says it ran them
