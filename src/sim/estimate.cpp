@@ -303,11 +303,15 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // Expert parallel all-to-all: dispatch and combine, forward and backward, per MoE layer.
     double ep_comm = 0;
     if (m.experts > 0 && l.ep > 1) {
-        const Link ep_link = link_for(hw, l, l.ep, l.tp);
         const double dispatcher = l.dispatcher == Dispatcher::flex ? 1.4 : (l.dispatcher == Dispatcher::allgather ? 0.6 : 1.0);
         const double bytes = tokens_mb / (l.sequence_parallel ? l.tp : 1) * m.topk * m.hidden * (l.precision == Precision::fp8 ? 1.5 : 2.0);
-        ep_comm = 4.0 * double(moe_layers(m)) / l.pp * microbatches *
-                  ring_time(bytes, l.ep, ep_link.gbps * dispatcher, ep_link.efficiency) * 0.6;
+        // An all-to-all sends each peer its share: a group spread over nodes sends only the shares of the
+        // peers in other nodes over the network (each GPU's own NIC), the rest over NVLink at once.
+        const int local = std::clamp(l.gpus_per_node / std::max(1, l.tp), 1, l.ep);
+        const double off_node = double(l.ep - local) / l.ep, on_node = double(local - 1) / l.ep;
+        const double all_to_all = std::max(bytes * off_node / (hw.network_gbps * 1e9 * 0.8 * dispatcher),
+                                           bytes * on_node / (hw.nvlink_gbps / 2 * 1e9 * 0.7 * dispatcher)) + 10e-6;
+        ep_comm = 4.0 * double(moe_layers(m)) / l.pp * microbatches * all_to_all * 0.6;
     }
 
     // Pipeline bubble (§2) and p2p sends.

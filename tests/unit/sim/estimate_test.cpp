@@ -81,6 +81,19 @@ TEST(SimEstimate, LoraAdaptersOnEveryProjectionCostMoreThanOnQkvOnly) {
                 tokens * 32 * (all_bytes - qkv_bytes) / (h100().hbm_tbps * 1e12), 1e-6);
 }
 
+TEST(SimEstimate, ExpertAllToAllSendsOnlyTheOffNodeSharesOverTheNetwork) {
+    // Qwen3-30B-A3B, ep 16 over two 8-GPU nodes: half of each dispatch goes to the other node over the
+    // GPU's own NIC (50 GB/s at 80 %), the other 7/16 over NVLink at the same time; the network side is
+    // the slower one. 4 all-to-alls x 48 MoE layers x 64 micro-batches, 60 % of them exposed.
+    const auto shape = model("qwen3_30b_a3b", 4096);
+    Layout l;
+    l.nodes = 2, l.ep = 16, l.gbs = 1024, l.precision = Precision::fp8;
+    const auto e = estimate(h100(), shape, l);
+    const double bytes = 4096.0 * 8 * 2048 * 1.5;
+    const double all_to_all = bytes * 0.5 / (h100().network_gbps * 1e9 * 0.8) + 10e-6;
+    EXPECT_NEAR(e.breakdown_s.ep_comm, 4 * 48 * 64 * all_to_all * 0.6, 1e-9);
+}
+
 TEST(SimEstimate, FlopsPerTokenMatchesTheMegatronFormulaForLlama3_8b) {
     // models.csv: 51.47 GFLOP/token at seq 8192 (causal Megatron-Core formula).
     EXPECT_NEAR(flops_per_token(model("llama3_8b", 8192)) / 1e9, 51.47, 0.3);
