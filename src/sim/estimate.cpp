@@ -330,7 +330,8 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     double dp_raw = 0;
     // Frozen base weights have no gradients to reduce (the adapters' are negligible); FSDP still gathers them.
     const double frozen = l.lora ? 0.0 : 1.0;
-    const double grad_bytes = frozen * (l.sharding == Sharding::none ? 2.0 * 4.0 : 4.0);
+    const double grad_width = l.grad_reduce == GradReduce::bf16 ? 2.0 : 4.0;
+    const double grad_bytes = frozen * (l.sharding == Sharding::none ? 2.0 * grad_width : grad_width);
     const double gather_bytes = l.sharding == Sharding::fsdp ? 2.0 * 2.0 : (l.sharding == Sharding::none ? 0.0 : 2.0 * frozen);
     dp_raw += ring_time(dense_params * (grad_bytes + gather_bytes), dense_dp, dp_link.gbps, dp_link.efficiency);
     dp_raw += ring_time(expert_local * (grad_bytes + gather_bytes), expert_dp, hw.network_gbps, 0.8);

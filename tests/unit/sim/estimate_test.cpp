@@ -94,6 +94,17 @@ TEST(SimEstimate, ExpertAllToAllSendsOnlyTheOffNodeSharesOverTheNetwork) {
     EXPECT_NEAR(e.breakdown_s.ep_comm, 4 * 48 * 64 * all_to_all * 0.6, 1e-9);
 }
 
+TEST(SimEstimate, Bf16GradientReductionMovesTwoThirdsOfTheFp32Bytes) {
+    // Distributed optimizer: reduce-scatter the gradients (4 or 2 bytes) and all-gather bf16 parameters (2).
+    Layout l = llama70b_layout();
+    l.overlap_grad_reduce = false, l.overlap_param_gather = false;
+    const auto shape = model("llama3_70b", 4096);
+    const double fp32 = estimate(h100(), shape, l).breakdown_s.dp_comm;
+    l.grad_reduce = GradReduce::bf16;
+    const double bf16 = estimate(h100(), shape, l).breakdown_s.dp_comm;
+    EXPECT_NEAR(bf16 - 10e-6, (fp32 - 10e-6) * 4.0 / 6.0, 1e-9);
+}
+
 TEST(SimEstimate, FlopsPerTokenMatchesTheMegatronFormulaForLlama3_8b) {
     // models.csv: 51.47 GFLOP/token at seq 8192 (causal Megatron-Core formula).
     EXPECT_NEAR(flops_per_token(model("llama3_8b", 8192)) / 1e9, 51.47, 0.3);
