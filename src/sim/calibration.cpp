@@ -118,6 +118,36 @@ bool automodel_lora_checkpoints(const std::string& framework, const std::string&
     return contains(framework, "automodel") && contains(recompute, "see recipe yaml") && l.lora && l.tp > 1;
 }
 
+// NeMo's own performance tables (NeMo 1.x up to 24.07, NeMo 2.0 from 24.09), not Automodel's and not
+// Megatron-Bridge's; `release` is the table's "NeMo YY.MM".
+bool nemo_table(const std::string& framework) {
+    return util::to_lower(framework).starts_with("nemo") && !contains(framework, "automodel");
+}
+
+bool nemo_1x(const std::string& framework, const std::string& release) {
+    static const std::regex version{R"(nemo (\d\d)\.(\d\d))"};
+    std::smatch match;
+    const std::string lowered = util::to_lower(release);
+    if (!nemo_table(framework) || !std::regex_search(lowered, match, version)) return false;
+    const int year = std::stoi(match[1]), month = std::stoi(match[2]);
+    return year < 24 || (year == 24 && month <= 7);
+}
+
+// NeMo 1.x adapts only the fused QKV projection by default (examples/nlp/language_modeling/tuning/conf/
+// megatron_gpt_finetuning_config.yaml: `lora_tuning.target_modules: ['attention_qkv']`); Automodel's
+// benchmark recipes adapt `*_proj`.
+LoraTargets lora_targets(const std::string& framework, const std::string& release) {
+    return nemo_1x(framework, release) ? LoraTargets::attention_qkv : LoraTargets::all_projections;
+}
+
+// NeMo's benchmark runs reduce gradients in bf16: NeMo 1.x's H100 launcher runs set
+// `+training.model.optim.grad_sync_dtype=bf16` (NeMo-Framework-Launcher examples/training/gpt/h100/
+// 20b_fp8_1node.sh, llama/h100/llama2_70b_bf16.sh), NeMo 2.0's performance recipes and scripts set
+// `recipe.trainer.plugins.grad_reduce_in_fp32 = False`.
+GradReduce grad_reduce(const std::string& framework) {
+    return nemo_table(framework) ? GradReduce::bf16 : GradReduce::fp32;
+}
+
 void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationRow& row) {
     const std::string& model_key = c.get(r, "model_key");
     std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : find_model(model_key);
@@ -153,9 +183,16 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     const std::string framework = c.get(r, "framework");
     const std::string task = c.get(r, "task");
     l.lora = contains(task, "lora") || contains(task, "peft");
+    l.lora_targets = lora_targets(framework, c.get(r, "release"));
+    l.grad_reduce = grad_reduce(framework);
     if (contains(recompute, "full") || automodel_lora_checkpoints(framework, recompute, l))
         l.recompute = Recompute::full;
     else if (contains(recompute, "selective") || contains(recompute, "sac")) l.recompute = Recompute::selective;
+    // Megatron's block method recomputes only `recompute_num_layers` layers per stage ("layers=N").
+    static const std::regex recompute_layers{R"(method=block,\s*layers=(\d+))"};
+    std::smatch layers_match;
+    if (l.recompute == Recompute::full && std::regex_search(recompute, layers_match, recompute_layers))
+        l.recompute_layers = std::stoi(layers_match[1]);
     const bool megatron = contains(framework, "megatron") || (contains(framework, "nemo") && !contains(framework, "automodel"));
     l.sequence_parallel = l.tp > 1;
     // PyTorch-native stacks lack Transformer Engine's fused kernels unless the row says it ran them

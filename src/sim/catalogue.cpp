@@ -108,7 +108,9 @@ const std::array<NamedModel, 29>& models() {
         {"gpt3_5b", "gpt3-5b", dense(24, 4096, 16384, 32, 32, 50304, false)},
         {"gpt3_20b", "gpt3-20b", dense(44, 6144, 24576, 48, 48, 50304, false)},
         {"nemotron_8b", "nemotron-8b", dense(32, 4096, 16384, 32, 32, 256000, false)},
-        {"nemotron_22b", "nemotron-22b", dense(40, 6144, 24576, 48, 8, 256000, false)},
+        // Nemotron 22B is multi-head (launcher conf/training/nemotron/nemotron_22b.yaml: num_query_groups: null),
+        // which gives the 130.3 GFLOP/token (non-causal) its NeMo 24.07 row implies.
+        {"nemotron_22b", "nemotron-22b", dense(40, 6144, 24576, 48, 48, 256000, false)},
         // Nemotron-4 15B (arXiv:2402.16819, Table 1: 32 layers, hidden 6144, 48 heads, 8 KV heads,
         // 256k vocabulary, squared-ReLU MLP of 4h).
         {"nemotron_15b", "nvidia/Nemotron-4-15B", dense(32, 6144, 24576, 48, 8, 256000, false)},

@@ -31,6 +31,45 @@ double mamba_scan_flops(const ModelShape& m) {
     return 3.0 * 2.0 * inner * (2.0 * m.mamba_state + 128.0);
 }
 
+// HBM bytes per token that one Mamba-2 mixer moves outside its GEMMs, forward and backward (the
+// kernels of mamba_ssm / Megatron's MambaMixer, none fused with its neighbours):
+// * causal conv1d over x, B and C (d_inner + 2·groups·state wide): read and write forward, read the
+//   input and the gradient and write the input gradient backward: 5 passes of bf16;
+// * the chunked SSD scan: x and y (d_inner wide) about 8 passes of bf16 over the forward and backward
+//   kernels, and the fp32 chunk states (heads·head_dim·state per 128-token chunk) written by
+//   chunk_state, read and rewritten by state_passing, read by chunk_scan, and again backward: 8 passes;
+// * the gated RMSNorm of y by silu(z): y, z read and the output written forward, y, z and the
+//   gradient read and two gradients written backward: 8 passes of bf16.
+double mamba_traffic_bytes(const ModelShape& m) {
+    const double inner = double(m.mamba_heads) * m.mamba_head_dim;
+    const double conv = inner + 2.0 * m.mamba_groups * m.mamba_state;
+    const double states = inner * m.mamba_state / 128.0;
+    return 5.0 * 2.0 * conv + 8.0 * 2.0 * inner + 8.0 * 4.0 * states + 8.0 * 2.0 * inner;
+}
+
+// HBM bytes per token that LoRA adapters move beside the frozen GEMMs they wrap, summed over the
+// adapted projections (all: qkv, attention output, MLP in and out, the routed and shared experts',
+// the Mamba in/out projections; or the fused QKV only). The rank-r GEMMs are negligible work but each adapter reads its
+// input x and writes, scales and adds its output (forward: x once, the output 6 times), and backward
+// reads the output gradient twice, scales it, reads x, writes and accumulates the input gradient
+// (backward: x 5 times, the output 4 times): 6 passes over the inputs and 10 over the outputs, bf16.
+double lora_traffic_bytes(const ModelShape& m, LoraTargets targets) {
+    const double h = m.hidden;
+    const double q = m.mla ? double(m.heads) * m.v_head_dim : double(m.heads) * head_dim(m);
+    const double qkv = m.mla ? m.q_lora_rank + m.kv_lora_rank + double(m.heads) * (m.qk_nope_dim + m.qk_rope_dim)
+                             : q + 2.0 * m.kv_heads * head_dim(m);
+    const double up = mlp_matrices(m) - 1.0;   // FC1 is 2·ffn wide when gated
+    auto adapted = [](double inputs, double outputs) { return 2.0 * (6.0 * inputs + 10.0 * outputs); };
+    if (targets == LoraTargets::attention_qkv) return (attention_layers(m) + m.mtp_layers) * adapted(h, qkv);
+    double bytes = (attention_layers(m) + m.mtp_layers) * adapted(h + q, qkv + h);
+    bytes += dense_mlp_layers(m) * adapted(h + m.ffn, up * m.ffn + h);
+    bytes += moe_layers(m) * (m.topk * adapted(h + m.moe_ffn, up * m.moe_ffn + h) +
+                              (m.shared_ffn > 0 ? adapted(h + m.shared_ffn, up * m.shared_ffn + h) : 0.0));
+    const double inner = double(m.mamba_heads) * m.mamba_head_dim;
+    bytes += m.mamba_layers * adapted(h + inner, 2.0 * inner + 2.0 * m.mamba_groups * m.mamba_state + m.mamba_heads + h);
+    return bytes;
+}
+
 // Parameters of one layer's attention block (§1b; MLA variant for DeepSeek-style models).
 double attention_params(const ModelShape& m) {
     const double h = m.hidden;
@@ -234,6 +273,9 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // MoE permutation traffic only in the MoE layers.
     const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.layers + 3.0 * m.topk * moe_layers(m));
     compute += tokens_step_gpu * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
+    // The Mamba mixers' conv, scan and gated-norm kernels, split over tp like the mixer's heads.
+    compute += tokens_step_gpu * m.mamba_layers * mamba_traffic_bytes(m) / l.tp / (hw.hbm_tbps * 1e12);
+    if (l.lora) compute += tokens_step_gpu * lora_traffic_bytes(m, l.lora_targets) / l.tp / (hw.hbm_tbps * 1e12);
     if (l.recompute == Recompute::full) {
         const double share = l.recompute_layers > 0 ? std::min(1.0, double(l.recompute_layers) * l.pp / m.layers) : 1.0;
         compute *= 1.0 + share * (l.lora ? 0.5 : 1.0 / 3.0);   // forward replayed: 2N of 6N, or of 4N under LoRA
@@ -261,11 +303,15 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // Expert parallel all-to-all: dispatch and combine, forward and backward, per MoE layer.
     double ep_comm = 0;
     if (m.experts > 0 && l.ep > 1) {
-        const Link ep_link = link_for(hw, l, l.ep, l.tp);
         const double dispatcher = l.dispatcher == Dispatcher::flex ? 1.4 : (l.dispatcher == Dispatcher::allgather ? 0.6 : 1.0);
         const double bytes = tokens_mb / (l.sequence_parallel ? l.tp : 1) * m.topk * m.hidden * (l.precision == Precision::fp8 ? 1.5 : 2.0);
-        ep_comm = 4.0 * double(moe_layers(m)) / l.pp * microbatches *
-                  ring_time(bytes, l.ep, ep_link.gbps * dispatcher, ep_link.efficiency) * 0.6;
+        // An all-to-all sends each peer its share: a group spread over nodes sends only the shares of the
+        // peers in other nodes over the network (each GPU's own NIC), the rest over NVLink at once.
+        const int local = std::clamp(l.gpus_per_node / std::max(1, l.tp), 1, l.ep);
+        const double off_node = double(l.ep - local) / l.ep, on_node = double(local - 1) / l.ep;
+        const double all_to_all = std::max(bytes * off_node / (hw.network_gbps * 1e9 * 0.8 * dispatcher),
+                                           bytes * on_node / (hw.nvlink_gbps / 2 * 1e9 * 0.7 * dispatcher)) + 10e-6;
+        ep_comm = 4.0 * double(moe_layers(m)) / l.pp * microbatches * all_to_all * 0.6;
     }
 
     // Pipeline bubble (§2) and p2p sends.
@@ -284,7 +330,8 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     double dp_raw = 0;
     // Frozen base weights have no gradients to reduce (the adapters' are negligible); FSDP still gathers them.
     const double frozen = l.lora ? 0.0 : 1.0;
-    const double grad_bytes = frozen * (l.sharding == Sharding::none ? 2.0 * 4.0 : 4.0);
+    const double grad_width = l.grad_reduce == GradReduce::bf16 ? 2.0 : 4.0;
+    const double grad_bytes = frozen * (l.sharding == Sharding::none ? 2.0 * grad_width : grad_width);
     const double gather_bytes = l.sharding == Sharding::fsdp ? 2.0 * 2.0 : (l.sharding == Sharding::none ? 0.0 : 2.0 * frozen);
     dp_raw += ring_time(dense_params * (grad_bytes + gather_bytes), dense_dp, dp_link.gbps, dp_link.efficiency);
     dp_raw += ring_time(expert_local * (grad_bytes + gather_bytes), expert_dp, hw.network_gbps, 0.8);

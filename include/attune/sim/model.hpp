@@ -66,6 +66,11 @@ enum class Recompute { none, selective, full };
 enum class Precision { bf16, fp8 };
 enum class Dispatcher { alltoall, allgather, flex };   ///< flex: DeepEP / HybridEP
 enum class Sharding { none, distributed_optimizer, fsdp };
+/// Which frozen projections carry LoRA adapters: every linear projection (Automodel's `*_proj`,
+/// Megatron-Bridge's default), or only the fused QKV (NeMo 1.x's default `['attention_qkv']`).
+enum class LoraTargets { all_projections, attention_qkv };
+/// The data type gradients are reduced in across data-parallel ranks.
+enum class GradReduce { fp32, bf16 };
 
 /// How the job runs: world shape, parallel sizes, batch and the performance levers.
 /// `dp` = 0 means world / (tp·pp·cp).
@@ -80,6 +85,8 @@ struct Layout {
     int recompute_layers = 0;       ///< full recompute: layers per stage recomputed; 0 means all
     bool offload_activations = false;
     bool lora = false;              ///< LoRA/PEFT: base weights frozen (no weight gradients, grads or optimizer state)
+    LoraTargets lora_targets = LoraTargets::all_projections;   ///< where the adapters sit when `lora`
+    GradReduce grad_reduce = GradReduce::fp32;
     bool overlap_grad_reduce = true, overlap_param_gather = true, tp_comm_overlap = false;
     bool fusions = true, flash_attention = true, cuda_graphs = false, moe_grouped_gemm = true;
     Dispatcher dispatcher = Dispatcher::alltoall;
