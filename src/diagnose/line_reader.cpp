@@ -2,88 +2,15 @@
 
 #include <attune/core/error.hpp>
 
-#include <condition_variable>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <system_error>
-#include <thread>
 
 namespace attune::diagnose {
 namespace {
 constexpr std::size_t k_buffer_size = 1u << 20;
 constexpr std::size_t k_unknown = std::numeric_limits<std::size_t>::max();
-// Files up to this size are read on the caller's thread: a thread costs more than it saves there.
-constexpr std::uintmax_t k_read_ahead_min_bytes = 4 * k_buffer_size;
 }  // namespace
-
-// A thread that reads the next block of the file while the caller splits the current one. It owns
-// one block-sized buffer: take() waits for it to hold the next block, swaps it with the caller's
-// (whose block is used up) and sets the thread reading into the buffer it got back. Memory stays
-// one extra block. fread's short count at the end of the file (or on an error, as before) ends it.
-class LineReader::ReadAhead {
-public:
-    explicit ReadAhead(std::FILE* file) : m_file(file), m_block(k_buffer_size), m_thread([this] { run(); }) {}
-    ~ReadAhead() {
-        {
-            const std::lock_guard lock(m_mutex);
-            m_stop = true;
-        }
-        m_changed.notify_all();
-        m_thread.join();
-    }
-    ReadAhead(const ReadAhead&) = delete;
-    ReadAhead& operator=(const ReadAhead&) = delete;
-
-    /// Swaps `buffer` (of k_buffer_size bytes) for the next block and returns its length (0 at the end).
-    std::size_t take(std::vector<char>& buffer) {
-        std::unique_lock lock(m_mutex);
-        m_changed.wait(lock, [&] { return m_full || m_done; });
-        if (!m_full) {
-            return 0;
-        }
-        buffer.swap(m_block);
-        m_full = false;
-        const auto length = m_length;
-        lock.unlock();
-        m_changed.notify_all();
-        return length;
-    }
-
-private:
-    void run() {
-        std::unique_lock lock(m_mutex);
-        for (;;) {
-            m_changed.wait(lock, [&] { return !m_full || m_stop; });
-            if (m_stop) {
-                return;
-            }
-            // The block is the thread's until m_full is set: read it unlocked.
-            lock.unlock();
-            const auto length = std::fread(m_block.data(), 1, m_block.size(), m_file);
-            lock.lock();
-            m_length = length;
-            m_full = length > 0;
-            m_done = length == 0;
-            lock.unlock();
-            m_changed.notify_all();
-            lock.lock();
-            if (m_done) {
-                return;
-            }
-        }
-    }
-
-    std::FILE* m_file;
-    std::vector<char> m_block;
-    std::mutex m_mutex;
-    std::condition_variable m_changed;
-    std::size_t m_length = 0;
-    bool m_full = false;  // m_block holds a block not yet taken
-    bool m_done = false;  // the file is read to its end
-    bool m_stop = false;
-    std::thread m_thread;  // last: started once the members it uses exist
-};
 
 LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line)
     : m_max_line(max_line), m_buffer(k_buffer_size) {
@@ -95,17 +22,9 @@ LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line)
     if (m_file == nullptr) {
         throw InputError(path.string() + ": cannot open log file: " + std::strerror(errno));
     }
-    if (const auto size = std::filesystem::file_size(path, error); !error && size > k_read_ahead_min_bytes) {
-        try {
-            m_ahead = std::make_unique<ReadAhead>(m_file);
-        } catch (const std::system_error&) {
-            // no thread to be had: the blocks are read on this one
-        }
-    }
 }
 
 LineReader::~LineReader() {
-    m_ahead.reset();  // the thread reads m_file: it stops first
     if (m_file != nullptr) {
         std::fclose(m_file);
     }
@@ -118,7 +37,7 @@ bool LineReader::fill() {
     m_begin = 0;
     m_next_cr = k_unknown;
     m_next_escape = k_unknown;
-    m_end = m_ahead ? m_ahead->take(m_buffer) : std::fread(m_buffer.data(), 1, m_buffer.size(), m_file);
+    m_end = std::fread(m_buffer.data(), 1, m_buffer.size(), m_file);
     m_eof = m_end == 0;
     return !m_eof;
 }

@@ -3,7 +3,6 @@
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,8 +12,6 @@ namespace attune::diagnose {
 /// Reads a file line by line with bounded memory: lines end at '\n' (or "\r\n"), each '\r'-separated
 /// update of a progress bar is its own line (with the same line number), and a line or update longer
 /// than `max_line` keeps its first `max_line` bytes. Bytes are passed through as they are (non-UTF-8 tolerated).
-/// A file larger than a few blocks is read ahead by a second thread, one block ahead of the lines
-/// handed out, so the kernel's copy of the next block overlaps the caller's work on this one.
 class LineReader {
 public:
     static constexpr std::size_t k_default_max_line = 64 * 1024;
@@ -34,8 +31,6 @@ public:
     [[nodiscard]] bool has_escape() const { return m_escape; }
 
 private:
-    class ReadAhead;
-
     bool fill();
     bool next_piece(std::string_view& piece, bool& line_ended);
     // The buffer offset of the first `byte` at or after m_begin (m_end when none); `cached` keeps
@@ -43,7 +38,6 @@ private:
     std::size_t next_in_block(char byte, std::size_t& cached) const;
 
     std::FILE* m_file = nullptr;
-    std::unique_ptr<ReadAhead> m_ahead;  // null for small files, or where no thread could be started
     std::size_t m_max_line;
     std::vector<char> m_buffer;
     std::size_t m_begin = 0;

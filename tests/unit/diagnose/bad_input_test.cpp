@@ -112,12 +112,11 @@ TEST(DiagnoseLineReader, CapsLongLinesAndSplitsCarriageReturns) {
 
 // The reader looks for '\r' and ESC once per 1 MiB block rather than once per line: across several
 // blocks, with both bytes at random places (block edges included), it gives the pieces, line
-// numbers and has_escape() that a plain split of the whole text gives. `bytes`: the file's size at
-// least; files over 4 MiB are read ahead by a second thread (issue 4, speed).
-void expect_plain_split(std::size_t bytes) {
+// numbers and has_escape() that a plain split of the whole text gives.
+TEST(DiagnoseLineReader, BlockScansForCarriageReturnAndEscapeMatchAPlainSplit) {
     std::mt19937 random(4);
     std::string content;
-    while (content.size() < bytes) {
+    while (content.size() < (5u << 19)) {
         const auto length = random() % 300;
         for (std::size_t i = 0; i < length; ++i) {
             const auto pick = random() % 100;
@@ -150,21 +149,6 @@ void expect_plain_split(std::size_t bytes) {
     }
     ASSERT_EQ(got.size(), want.size());
     EXPECT_TRUE(got == want);
-}
-
-TEST(DiagnoseLineReader, BlockScansForCarriageReturnAndEscapeMatchAPlainSplit) { expect_plain_split(5u << 19); }
-
-TEST(DiagnoseLineReader, ReadAheadOfALargeFileMatchesAPlainSplit) { expect_plain_split(9u << 20); }
-
-// A reader dropped before the end of a large file stops its read-ahead thread cleanly.
-TEST(DiagnoseLineReader, ReaderLeftEarlyStopsItsReadAhead) {
-    const TempLog log(std::string(9u << 20, 'a') + "\nlast\n");
-    for (int round = 0; round < 20; ++round) {
-        LineReader reader(log.path(), 16);
-        std::string_view line;
-        ASSERT_TRUE(reader.next(line));
-        EXPECT_EQ(line, "aaaaaaaaaaaaaaaa");
-    }
 }
 
 }  // namespace
