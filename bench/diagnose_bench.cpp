@@ -1,7 +1,8 @@
 // Times `attune diagnose`'s parser on a generated multi-hundred-MB Megatron log and, for scale,
 // `grep -c iteration` on the same file; each is run three times and the fastest run counts (the
 // machine is shared, and the slower runs measure other processes). Usage: diagnose_bench
-// [MEGABYTES] (default 400).
+// [MEGABYTES] (default 400). The log is a fresh file under $TMPDIR (mkstemps), so runs side by side
+// do not share it; it is removed when the bench ends.
 #include <attune/diagnose/parse.hpp>
 
 #include <fmt/format.h>
@@ -12,6 +13,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
+
+#include <stdlib.h>  // mkstemps
+#include <unistd.h>  // close
 
 namespace {
 
@@ -37,6 +42,30 @@ void generate(const fs::path& path, std::size_t megabytes) {
     }
 }
 
+// A file of its own under the temporary folder, created empty by mkstemps and removed with the object.
+class TempFile {
+public:
+    TempFile() {
+        std::string name = (fs::temp_directory_path() / "attune-diagnose-bench-XXXXXX.log").string();
+        const int fd = ::mkstemps(name.data(), 4);
+        if (fd < 0) {
+            throw std::system_error(errno, std::generic_category(), "mkstemps " + name);
+        }
+        ::close(fd);
+        m_path = name;
+    }
+    ~TempFile() {
+        std::error_code ignored;
+        fs::remove(m_path, ignored);
+    }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    [[nodiscard]] const fs::path& path() const { return m_path; }
+
+private:
+    fs::path m_path;
+};
+
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -45,7 +74,8 @@ double seconds_since(Clock::time_point start) {
 
 int main(int argc, char** argv) {
     const std::size_t megabytes = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 400;
-    const fs::path path = fs::temp_directory_path() / "attune-diagnose-bench.log";
+    const TempFile file;
+    const fs::path& path = file.path();
     generate(path, megabytes);
     const double size_mb = static_cast<double>(fs::file_size(path)) / (1 << 20);
 
@@ -73,6 +103,5 @@ int main(int argc, char** argv) {
     fmt::print("parser:  {:.2f} s, {:.0f} MB/s\n", parse_s, size_mb / parse_s);
     fmt::print("grep -c: {:.2f} s, {:.0f} MB/s{}\n", grep_s, size_mb / grep_s, grep_status == 0 ? "" : " (grep failed)");
     fmt::print("ratio:   parser at {:.0f}% of grep's speed\n", 100.0 * grep_s / parse_s);
-    fs::remove(path);
     return 0;
 }

@@ -636,7 +636,13 @@ void summarise(RunMetrics& metrics) {
         };
         used = static_cast<std::size_t>(std::count_if(first, steps.end(), steady));
         auto& out = metrics.steady;
-        out.step_time_s = median_of_column(first, steps.end(), &StepRecord::step_time_s, steady, values);
+        if (by_time && used == static_cast<std::size_t>(steps.end() - first)) {
+            // No step dropped: the steady step times are the column `centre` came from, and
+            // `values` still holds it (reordered, which neither a median nor the noise minds).
+            out.step_time_s = centre;
+        } else {
+            out.step_time_s = median_of_column(first, steps.end(), &StepRecord::step_time_s, steady, values);
+        }
         if (out.step_time_s) {
             out.noise = noise_in_place(values, *out.step_time_s);
         }
