@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 
 namespace attune::campaign {
 
@@ -80,7 +81,8 @@ private:
         auto decision = m_policy.propose(state);
         for (auto& [type, fields] : m_policy.take_records()) m_journal.append(type, std::move(fields));
         if (auto* stop = std::get_if<policy::Stop>(&decision)) return finish(record, stop->reason);
-        propose(record, "candidate", std::get<policy::Proposal>(decision));
+        const auto& proposal = std::get<policy::Proposal>(decision);
+        propose(record, "candidate", proposal, false, proposal.repeat_of);
     }
 
     /// A candidate that measured faster than the incumbent, but inside the noise band: one more run
@@ -494,24 +496,40 @@ private:
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
     }
 
-    /// A second run of a candidate: the mean of its two gains against a band narrowed by sqrt(2).
+    /// A further run of a candidate: the mean of its runs' gains against a band narrowed by sqrt(runs).
     Judgement judge_repeat(const CampaignRecord& record, const TrialRecord& trial, const TrialRecord& best, double gain,
                            double min_gain) const {
-        const TrialRecord* first = record.trial(trial.repeat_of);
-        const double mean = (gain + (first && first->gain ? *first->gain : 0.0)) / 2;
-        const double band = min_gain / std::sqrt(2.0);
+        const auto gains = run_gains(record, trial.repeat_of, best, gain);
+        const double mean = std::accumulate(gains.begin(), gains.end(), 0.0) / double(gains.size());
+        const double band = min_gain / std::sqrt(double(gains.size()));
+        const std::string runs = gains.size() == 2 ? "two runs" : fmt::format("{} runs", gains.size());
         if (mean > band)
-            return {"accept", fmt::format("{:+.1f}% over two runs, beyond their noise band of {:.1f}%", 100 * mean, 100 * band),
+            return {"accept", fmt::format("{:+.1f}% over {}, beyond their noise band of {:.1f}%", 100 * mean, runs, 100 * band),
                     mean};
         const auto predicted = predicted_gain(trial.view, best.view);
         const auto& rule = m_ctx.search->acceptance.accept_repeat;
         if (predicted && rule && holds(*rule, {{"gain", mean}, {"band", band}, {"predicted_gain", *predicted}}))
             return {"accept",
-                    fmt::format("{:+.1f}% over two runs, inside their noise band of {:.1f}% but as the estimate predicted ({:+.1f}%)",
-                                100 * mean, 100 * band, 100 * *predicted),
+                    fmt::format("{:+.1f}% over {}, inside their noise band of {:.1f}% but as the estimate predicted ({:+.1f}%)",
+                                100 * mean, runs, 100 * band, 100 * *predicted),
                     mean};
-        return {"revert", fmt::format("{:+.1f}% over two runs, within their noise band of {:.1f}%", 100 * mean, 100 * band),
+        return {"revert", fmt::format("{:+.1f}% over {}, within their noise band of {:.1f}%", 100 * mean, runs, 100 * band),
                 mean};
+    }
+
+    /// The gains over the incumbent of a candidate's earlier runs (its first trial and the repeats of
+    /// it that ran), then `latest`.
+    static std::vector<double> run_gains(const CampaignRecord& record, int first, const TrialRecord& best, double latest) {
+        std::vector<double> gains;
+        const auto& inc = best.view.measured;
+        for (const auto& t : record.trials) {
+            if (t.view.n != first && t.repeat_of != first) continue;
+            const auto& m = t.view.measured;
+            if (t.decision.empty() || !m || m->status != "ok" || !m->tokens_per_s_per_gpu) continue;
+            gains.push_back(*m->tokens_per_s_per_gpu / *inc->tokens_per_s_per_gpu - 1);
+        }
+        gains.push_back(latest);
+        return gains;
     }
 
     /// The smallest gain that is not noise between two measurements (skills/rules/search.yaml's min_gain).

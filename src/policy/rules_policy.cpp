@@ -232,12 +232,16 @@ public:
         const auto campaign = campaign_facts(state);
         const auto facts = facts_lookup(incumbent, *state.adapter, *state.cluster, state.incumbent_measured, campaign);
         auto candidates = applicable(state, incumbent, facts);
+        // A near miss to measure again counts as a move left.
+        const bool incumbent_ok = state.incumbent_measured && state.incumbent_measured->status == "ok";
+        auto again = incumbent_ok ? remeasure(state, campaign) : std::nullopt;
         auto stop_facts = campaign;
-        stop_facts["moves_left"] = double(candidates.size());
+        stop_facts["moves_left"] = double(candidates.size() + (again ? 1 : 0));
         const auto stop_lookup = facts_lookup(incumbent, *state.adapter, *state.cluster, state.incumbent_measured, stop_facts);
         for (const auto& rule : m_rules.stop)
             if (const auto holds = rule.when.evaluate(stop_lookup); holds && *holds != 0) return Stop{rule.why};
         const auto best = choose(state, candidates);
+        if (!best && again) return *again;
         if (!best) return Stop{"Every applicable move is predicted not to fit or to be slower than the incumbent, and no "
                                "layout predicted faster is reachable."};
         const std::string answers = state.incumbent_measured ? state.incumbent_measured->bottleneck : "";
@@ -245,6 +249,61 @@ public:
     }
 
 private:
+    /// Its moves spent, the candidate reverted against this incumbent that the estimate predicts
+    /// fastest, if the rules' `remeasure` says its runs so far leave the question open: with budget
+    /// to spare, another run narrows the noise around a gain of half a percent.
+    std::optional<Proposal> remeasure(const CampaignState& state, const std::map<std::string, double>& campaign) const {
+        const auto& rule = m_rules.acceptance.remeasure;
+        const auto incumbent = std::find_if(state.history.begin(), state.history.end(),
+                                            [&](const TrialView& t) { return t.n == state.incumbent; });
+        if (!rule || incumbent == state.history.end() || !usable(incumbent->preflight) ||
+            !state.incumbent_measured->tokens_per_s_per_gpu)
+            return std::nullopt;
+        struct Runs {
+            const TrialView* first = nullptr;
+            int runs = 0;
+            double gains = 0;
+        };
+        std::map<std::string, Runs> by_config;
+        for (const auto& t : state.history) {
+            if (t.kind != "candidate" || t.incumbent != state.incumbent || t.accepted || !t.measured ||
+                t.measured->status != "ok" || !t.measured->tokens_per_s_per_gpu || !usable(t.preflight))
+                continue;
+            auto& runs = by_config[signature(t.edits)];
+            if (runs.first == nullptr) runs.first = &t;
+            ++runs.runs;
+            runs.gains += *t.measured->tokens_per_s_per_gpu / *state.incumbent_measured->tokens_per_s_per_gpu - 1;
+        }
+        const Runs* chosen = nullptr;
+        double chosen_prediction = 0;
+        for (const auto& [config, runs] : by_config) {
+            const double predicted = runs.first->preflight->tokens_per_s_per_gpu / incumbent->preflight->tokens_per_s_per_gpu - 1;
+            auto facts = campaign;
+            facts.insert({{"runs", double(runs.runs)}, {"gain", runs.gains / runs.runs}, {"predicted_gain", predicted}});
+            const auto holds = rule->evaluate([&](const std::string& name) -> std::optional<double> {
+                const auto it = facts.find(name);
+                return it == facts.end() ? std::nullopt : std::optional{it->second};
+            });
+            if (holds && *holds != 0 && (chosen == nullptr || predicted > chosen_prediction)) chosen = &runs, chosen_prediction = predicted;
+        }
+        if (chosen == nullptr) return std::nullopt;
+        const TrialView& first = *chosen->first;
+        return Proposal{first.lever,
+                        first.move,
+                        first.edits,
+                        fmt::format("its moves spent: trial {} measured {:+.1f}% over {} run(s), predicted {:+.1f}%; measuring it "
+                                    "again with the budget left",
+                                    first.n, 100 * chosen->gains / chosen->runs, chosen->runs, 100 * chosen_prediction),
+                        state.incumbent_measured->bottleneck,
+                        false,
+                        0,
+                        first.n};
+    }
+
+    static bool usable(const std::optional<Preflight>& p) {
+        return p && p->estimated && p->valid && p->tokens_per_s_per_gpu > 0;
+    }
+
     static std::map<std::string, double> campaign_facts(const CampaignState& state) {
         int since_accept = 0, failures_in_row = 0;
         bool failures_run = true;

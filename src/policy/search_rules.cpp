@@ -88,6 +88,7 @@ SearchRules SearchRules::load(const std::filesystem::path& path) {
         .acceptance = {.min_gain = expression(file, root["acceptance"]["min_gain"], "a gain expression"),
                        .keep_neutral = optional_expression(file, root["acceptance"]["keep_neutral"], "a condition"),
                        .accept_repeat = optional_expression(file, root["acceptance"]["accept_repeat"], "a condition"),
+                       .remeasure = optional_expression(file, root["acceptance"]["remeasure"], "a condition"),
                        .confirm_best = expression(file, root["acceptance"]["confirm_best"], "a condition")},
         .on_failure = {},
         .phases = {},

@@ -86,6 +86,8 @@ struct Proposal {
     bool stepping_stone = false;
     /// For a stepping stone: how much faster than the incumbent the plan's target is predicted to be.
     double plan_gain = 0;
+    /// Another run of that trial's configuration, judged on the mean of all its runs.
+    int repeat_of = -1;
 };
 
 struct Stop {

@@ -54,9 +54,13 @@ struct StopRule {
 struct Acceptance {
     gate::Expression min_gain;               ///< relative gain a candidate must beat (reads `noise`)
     std::optional<gate::Expression> keep_neutral;  ///< when a change within noise is kept (reads gain, min_gain, memory_freed_gib, prerequisite, stepping_stone, plan_gain, predicted_gain)
-    /// when a candidate measured twice, whose mean gain is inside the two runs' noise band, is still
-    /// accepted (reads gain: that mean, band, predicted_gain); absent, never
+    /// when a candidate measured more than once, whose mean gain is inside its runs' noise band, is
+    /// still accepted (reads gain: that mean, band, predicted_gain); absent, never
     std::optional<gate::Expression> accept_repeat;
+    /// when the rules policy, its moves spent, runs a candidate reverted against this incumbent once
+    /// more (reads runs, gain: the mean of its runs, predicted_gain, budget_left_gpuh,
+    /// trial_cost_gpuh); absent, never
+    std::optional<gate::Expression> remeasure;
     gate::Expression confirm_best;           ///< when the final best is run again
 };
 

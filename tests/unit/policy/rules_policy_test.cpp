@@ -105,6 +105,37 @@ TEST(RulesPolicy, APlannedOnlyMoveIsNeverTriedOnItsOwn) {
     EXPECT_EQ(proposal(own->propose(f.state())).move, "explore/1") << "the same move, taken on its own";
 }
 
+TEST(RulesPolicy, ItsMovesSpentItRunsAgainANearMissTheEstimatePredictsFasterUpToThreeRuns) {
+    const Fixture f;
+    const auto rules = policy::SearchRules::load(std::string(ATTUNE_FIXTURES) + "/policy/remeasure.yaml");
+    auto policy = policy::make_rules_policy(rules);
+    auto state = f.state();
+    const auto baseline = state.estimate({});
+    ASSERT_TRUE(baseline.valid);
+    state.history.front().preflight = baseline;
+    auto predicted_faster = baseline;
+    predicted_faster.tokens_per_s_per_gpu *= 1.01;
+    const policy::Edits near_miss{{"model.cross_entropy_loss_fusion", recipe::Value::boolean(true)}};
+    const auto run = [&](int n, double tokens) {
+        policy::Measurement m = f.measured;
+        m.tokens_per_s_per_gpu = tokens;
+        state.history.push_back({.n = n, .kind = "candidate", .lever = "fusions", .move = "explore/1", .edits = near_miss,
+                                 .incumbent = 0, .outcome = "ok", .preflight = predicted_faster, .measured = m, .accepted = false});
+    };
+    run(1, 4985);  // -0.3% against the incumbent's 5000: inside the band, predicted +1%
+    const auto again = proposal(policy->propose(state));
+    EXPECT_EQ(again.repeat_of, 1);
+    EXPECT_EQ(again.edits, near_miss);
+    run(2, 5010);
+    EXPECT_EQ(proposal(policy->propose(state)).repeat_of, 1) << "two runs, mean +0.05%: still open";
+    run(3, 4990);
+    EXPECT_TRUE(std::holds_alternative<policy::Stop>(policy->propose(state))) << "three runs are enough";
+
+    state.history.resize(1);
+    run(1, 4940);  // -1.2%: beyond the band, the question is answered
+    EXPECT_TRUE(std::holds_alternative<policy::Stop>(policy->propose(state)));
+}
+
 TEST(RulesPolicy, TheShippedRulesProposeOneLeverThatTheGateAllows) {
     const Fixture f;
     auto policy = policy::make_rules_policy(policy::default_search_rules());
