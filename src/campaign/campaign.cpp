@@ -150,7 +150,7 @@ private:
         const double cost = trial_cost(record.best().view.edits);
         const std::map<std::string, double> facts{{"budget_left_gpuh", record.left_gpu_s() / 3600},
                                                   {"trial_cost_gpuh", cost / 3600}};
-        return holds(m_ctx.search->acceptance.confirm_best, facts) && worst_case(record.best().view.edits) <= record.left_gpu_s();
+        return m_ctx.search->acceptance.confirm_best.holds(facts) && worst_case(record.best().view.edits) <= record.left_gpu_s();
     }
 
     void propose(const CampaignRecord& record, const std::string& kind, const policy::Proposal& proposal,
@@ -508,7 +508,7 @@ private:
                     mean};
         const auto predicted = predicted_gain(trial.view, best.view);
         const auto& rule = m_ctx.search->acceptance.accept_repeat;
-        if (predicted && rule && holds(*rule, {{"gain", mean}, {"band", band}, {"predicted_gain", *predicted}}))
+        if (predicted && rule && rule->holds({{"gain", mean}, {"band", band}, {"predicted_gain", *predicted}}))
             return {"accept",
                     fmt::format("{:+.1f}% over {}, inside their noise band of {:.1f}% but as the estimate predicted ({:+.1f}%)",
                                 100 * mean, runs, 100 * band, 100 * *predicted),
@@ -566,16 +566,7 @@ private:
 
     bool keeps_neutral(const std::map<std::string, double>& facts) const {
         const auto& rule = m_ctx.search->acceptance.keep_neutral;
-        return rule && holds(*rule, facts);
-    }
-
-    /// An acceptance condition over named facts; a fact it needs and lacks makes it false.
-    static bool holds(const gate::Expression& rule, const std::map<std::string, double>& facts) {
-        const auto value = rule.evaluate([&](const std::string& name) -> std::optional<double> {
-            const auto it = facts.find(name);
-            return it == facts.end() ? std::nullopt : std::optional{it->second};
-        });
-        return value && *value != 0;
+        return rule && rule->holds(facts);
     }
 
     /// objective-drift when the losses depart from the baseline's beyond the gate policy's tolerance.

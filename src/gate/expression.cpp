@@ -204,6 +204,14 @@ std::optional<double> Expression::evaluate(const Lookup& lookup) const {
     return m_root ? evaluate_node(*m_root, lookup) : std::nullopt;
 }
 
+bool Expression::holds(const std::map<std::string, double>& facts) const {
+    const auto value = evaluate([&](const std::string& name) -> std::optional<double> {
+        const auto it = facts.find(name);
+        return it == facts.end() ? std::nullopt : std::optional{it->second};
+    });
+    return value && *value != 0;
+}
+
 std::vector<std::string> Expression::names() const {
     std::vector<std::string> names;
     if (m_root) collect_names(*m_root, names);

@@ -280,11 +280,7 @@ private:
             const double predicted = runs.first->preflight->tokens_per_s_per_gpu / incumbent->preflight->tokens_per_s_per_gpu - 1;
             auto facts = campaign;
             facts.insert({{"runs", double(runs.runs)}, {"gain", runs.gains / runs.runs}, {"predicted_gain", predicted}});
-            const auto holds = rule->evaluate([&](const std::string& name) -> std::optional<double> {
-                const auto it = facts.find(name);
-                return it == facts.end() ? std::nullopt : std::optional{it->second};
-            });
-            if (holds && *holds != 0 && (chosen == nullptr || predicted > chosen_prediction)) chosen = &runs, chosen_prediction = predicted;
+            if (rule->holds(facts) && (chosen == nullptr || predicted > chosen_prediction)) chosen = &runs, chosen_prediction = predicted;
         }
         if (chosen == nullptr) return std::nullopt;
         const TrialView& first = *chosen->first;

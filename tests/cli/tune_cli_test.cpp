@@ -43,6 +43,24 @@ double oracle(const std::string& recipe, const std::vector<std::string>& extra =
     return json::parse(result.out)["best"]["tokens_per_s_per_gpu"].get<double>();
 }
 
+/// Trials whose reason contains `text`, and whose verdict is `verdict` unless that is empty.
+int trials_with_reason(const json& result, const std::string& text, const std::string& verdict = "") {
+    int n = 0;
+    for (const auto& trial : result["trials"])
+        if (trial["reason"].get<std::string>().find(text) != std::string::npos && (verdict.empty() || trial["verdict"] == verdict))
+            ++n;
+    return n;
+}
+
+const std::string k_mixtral_b200 = "bench/nemo-mixtral-8x7b-b200-tuned.yaml";
+
+/// Mixtral's vendor layout on 64 B200 with 200 GPU-h: the gains left are about half a percent.
+json tune_mixtral_b200(const fs::path& campaign, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{example(k_mixtral_b200), "--cluster", example("clusters/p6-b200.yaml"), "--budget", "200gpuh"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return tune_json(args, campaign);
+}
+
 void expect_sound(const json& result, const fs::path& campaign, const std::string& recipe) {
     EXPECT_LE(result["gpu_hours_spent"].get<double>(), result["budget_gpu_hours"].get<double>());
     for (const auto& trial : result["trials"])
@@ -98,11 +116,7 @@ TEST(TunePlans, CrossesAValleyOfSlowerLayoutsWhenEachStepMeasuresAsPredicted) {
     const std::string recipe = example("bench/automodel-deepseek-v3-h100-recipe-on-b200.yaml");
     const std::string cluster = example("bench/clusters/p6-b200-32nodes.yaml");
     const json result = tune_json({recipe, "--cluster", cluster, "--budget", "200gpuh"}, campaign);
-    bool crossed = false;
-    for (const auto& trial : result["trials"])
-        crossed = crossed || (trial["verdict"] == "accept" &&
-                              trial["reason"].get<std::string>().find("is what the plan predicted") != std::string::npos);
-    EXPECT_TRUE(crossed) << result.dump(2);
+    EXPECT_GE(trials_with_reason(result, "is what the plan predicted", "accept"), 1) << result.dump(2);
     EXPECT_GE(result["speedup"].get<double>(), 1.5);
     EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.9 * oracle(recipe, {"--cluster", cluster}));
     expect_sound(result, campaign, recipe);
@@ -127,67 +141,48 @@ TEST(TunePlans, SpendsAmpleBudgetOnALayoutPredictedOnlyALittleFaster) {
 }
 
 TEST(TuneNoise, AGainTheEstimatePredictedIsKeptWhenTwoRunsAgreeOnItsSign) {
-    // Mixtral's vendor layout on 64 B200, seed 4: vpp 4 -> 8 at pp 2 is predicted +1.4% and measures
-    // +0.7% over two runs, inside their 0.7% band; the estimate and the cluster agree on the sign.
+    // Seed 4: vpp 4 -> 8 at pp 2 is predicted +1.4% and measures +0.7% over two runs, inside their
+    // 0.7% band; the estimate and the cluster agree on the sign.
     const TempDir dir;
     const auto campaign = dir.path() / "c";
-    const std::string recipe = example("bench/nemo-mixtral-8x7b-b200-tuned.yaml");
-    const json result = tune_json(
-        {recipe, "--cluster", example("clusters/p6-b200.yaml"), "--budget", "200gpuh", "--seed", "4"}, campaign);
-    int kept = 0;
-    for (const auto& trial : result["trials"])
-        if (trial["verdict"] == "accept" && trial["reason"].get<std::string>().find("as the estimate predicted") != std::string::npos)
-            ++kept;
-    EXPECT_GE(kept, 1) << result.dump(2);
+    const json result = tune_mixtral_b200(campaign, {"--seed", "4"});
+    EXPECT_GE(trials_with_reason(result, "as the estimate predicted", "accept"), 1) << result.dump(2);
     EXPECT_EQ(result["best"]["edits"]["model.virtual_pipeline_model_parallel_size"], 8) << result.dump(2);
-    expect_sound(result, campaign, recipe);
+    expect_sound(result, campaign, example(k_mixtral_b200));
 }
 
 TEST(TuneNoise, WithBudgetLeftTheRulesRunAgainANearMissTheEstimatePredictsFaster) {
-    // Mixtral's vendor layout on 64 B200, seed 3: the flex dispatcher, predicted +0.5%, measures -0.9%
-    // and is reverted; once the moves are spent the policy runs it twice more (repeat_of the first)
-    // and the mean of the three runs is judged against a band narrowed by sqrt(3).
+    // Seed 3: the flex dispatcher, predicted +0.5%, measures -0.9% and is reverted; once the moves are
+    // spent the policy runs it twice more (repeat_of the first), judged on the mean of the three runs
+    // against a band narrowed by sqrt(3).
     const TempDir dir;
     const auto campaign = dir.path() / "c";
-    const std::string recipe = example("bench/nemo-mixtral-8x7b-b200-tuned.yaml");
-    const json result = tune_json(
-        {recipe, "--cluster", example("clusters/p6-b200.yaml"), "--budget", "200gpuh", "--seed", "3"}, campaign);
+    const json result = tune_mixtral_b200(campaign, {"--seed", "3"});
     int remeasured = 0;
     for (const auto& event : journal_events(campaign))
         if (event["type"] == "trial-proposed" && event.contains("repeat_of") &&
             event["rationale"].get<std::string>().find("measuring it again with the budget left") != std::string::npos)
             ++remeasured;
     EXPECT_GE(remeasured, 1) << result.dump(2);
-    bool three_runs = false;
-    for (const auto& trial : result["trials"])
-        three_runs = three_runs || trial["reason"].get<std::string>().find("over 3 runs") != std::string::npos;
-    EXPECT_TRUE(three_runs) << result.dump(2);
+    EXPECT_GE(trials_with_reason(result, "over 3 runs"), 1) << result.dump(2);
     EXPECT_EQ(result["best"]["edits"]["model.moe_token_dispatcher_type"], "flex") << result.dump(2);
-    expect_sound(result, campaign, recipe);
+    expect_sound(result, campaign, example(k_mixtral_b200));
 }
 
 TEST(TuneNoise, AGainInsideTheNoiseBandIsMeasuredAgainAndJudgedOnTheMeanOfBothRuns) {
-    // On the vendor-tuned Mixtral layout the gains left are about half a percent, inside a 1% band:
-    // a second run narrows the band by sqrt(2), and some of them are then told from noise.
+    // The gains left are inside a 1% band: a second run narrows the band by sqrt(2), and some of them
+    // are then told from noise.
     const TempDir dir;
     const auto campaign = dir.path() / "c";
-    const std::string recipe = example("bench/nemo-mixtral-8x7b-b200-tuned.yaml");
-    const json result =
-        tune_json({recipe, "--cluster", example("clusters/p6-b200.yaml"), "--budget", "200gpuh"}, campaign);
-    int accepted_on_two = 0, judged_on_two = 0;
-    for (const auto& trial : result["trials"]) {
-        const auto reason = trial["reason"].get<std::string>();
-        if (reason.find("over two runs") == std::string::npos) continue;
-        ++judged_on_two;
-        accepted_on_two += trial["verdict"] == "accept" ? 1 : 0;
-    }
+    const json result = tune_mixtral_b200(campaign);
+    const int judged_on_two = trials_with_reason(result, "over two runs");
     EXPECT_GE(judged_on_two, 2) << result.dump(2);
-    EXPECT_GE(accepted_on_two, 1) << result.dump(2);
+    EXPECT_GE(trials_with_reason(result, "over two runs", "accept"), 1) << result.dump(2);
     int repeats = 0;
     for (const auto& event : journal_events(campaign))
         if (event["type"] == "trial-proposed" && event.contains("repeat_of")) ++repeats;
     EXPECT_EQ(repeats, judged_on_two) << "each second run names the trial it repeats";
-    expect_sound(result, campaign, recipe);
+    expect_sound(result, campaign, example(k_mixtral_b200));
 }
 
 TEST(TuneResume, AKilledCampaignResumesToTheSameResultAtEveryKillPoint) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,8 @@ public:
 
     using Lookup = std::function<std::optional<double>(const std::string& name)>;
     [[nodiscard]] std::optional<double> evaluate(const Lookup& lookup) const;
+    /// As a condition over named facts: true when non-zero; a name it needs and `facts` lacks makes it false.
+    [[nodiscard]] bool holds(const std::map<std::string, double>& facts) const;
 
     /// The quantity names it reads.
     [[nodiscard]] std::vector<std::string> names() const;

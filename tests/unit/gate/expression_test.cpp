@@ -16,6 +16,10 @@ std::optional<double> evaluate(const std::string& text, const std::map<std::stri
     });
 }
 
+bool holds(const std::string& text, const std::map<std::string, double>& facts) {
+    return Expression::parse(text, "test").holds(facts);
+}
+
 }  // namespace
 
 TEST(GateExpression, EvaluatesArithmeticWithPrecedence) {
@@ -36,6 +40,12 @@ TEST(GateExpression, IsAbsentWhenANameIsMissingUnlessShortCircuited) {
     EXPECT_FALSE(evaluate("experts % ep", {{"ep", 2}}).has_value());
     EXPECT_EQ(evaluate("ep > 1 && experts % ep == 0", {{"ep", 1}}), 0.0);
     EXPECT_FALSE(evaluate("a / 0", {{"a", 1}}).has_value());
+}
+
+TEST(GateExpression, AsAConditionAMissingFactIsFalse) {
+    EXPECT_TRUE(holds("gain > band || predicted_gain > 0", {{"gain", 0.02}, {"band", 0.01}}));
+    EXPECT_FALSE(holds("gain > band || predicted_gain > 0", {{"gain", 0.0}, {"band", 0.01}}));
+    EXPECT_FALSE(holds("gain * 0", {{"gain", 3}}));
 }
 
 TEST(GateExpression, ListsTheNamesItReads) {
