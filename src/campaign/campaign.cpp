@@ -491,7 +491,7 @@ private:
                                             {"plan_gain", trial.plan_gain},
                                             {"budget_left_gpuh", record.left_gpu_s() / 3600},
                                             {"trial_cost_gpuh", trial_cost(best.view.edits) / 3600}};
-        if (const auto predicted = predicted_gain(trial.view, best.view)) facts["predicted_gain"] = *predicted;
+        if (const auto predicted = policy::predicted_gain(trial.view, best.view)) facts["predicted_gain"] = *predicted;
         if (keeps_neutral(facts)) return {"accept", kept_reason(facts), gain};
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
     }
@@ -506,7 +506,7 @@ private:
         if (mean > band)
             return {"accept", fmt::format("{:+.1f}% over {}, beyond their noise band of {:.1f}%", 100 * mean, runs, 100 * band),
                     mean};
-        const auto predicted = predicted_gain(trial.view, best.view);
+        const auto predicted = policy::predicted_gain(trial.view, best.view);
         const auto& rule = m_ctx.search->acceptance.accept_repeat;
         if (predicted && rule && rule->holds({{"gain", mean}, {"band", band}, {"predicted_gain", *predicted}}))
             return {"accept",
@@ -541,15 +541,6 @@ private:
                 return std::nullopt;
             })
             .value_or(0.01);
-    }
-
-    /// The candidate's nominal speed over the incumbent's, minus 1, when both were estimated.
-    static std::optional<double> predicted_gain(const policy::TrialView& trial, const policy::TrialView& incumbent) {
-        const auto usable = [](const std::optional<policy::Preflight>& p) {
-            return p && p->estimated && p->valid && p->tokens_per_s_per_gpu > 0;
-        };
-        if (!usable(trial.preflight) || !usable(incumbent.preflight)) return std::nullopt;
-        return trial.preflight->tokens_per_s_per_gpu / incumbent.preflight->tokens_per_s_per_gpu - 1;
     }
 
     static std::string kept_reason(const std::map<std::string, double>& f) {

@@ -4,6 +4,14 @@
 
 namespace attune::policy {
 
+std::optional<double> predicted_gain(const TrialView& trial, const TrialView& incumbent) {
+    const auto usable = [](const std::optional<Preflight>& p) {
+        return p && p->estimated && p->valid && p->tokens_per_s_per_gpu > 0;
+    };
+    if (!usable(trial.preflight) || !usable(incumbent.preflight)) return std::nullopt;
+    return trial.preflight->tokens_per_s_per_gpu / incumbent.preflight->tokens_per_s_per_gpu - 1;
+}
+
 Edits merged(Edits base, const Edits& edits) {
     for (const auto& [path, value] : edits) base.insert_or_assign(path, value);
     return base;

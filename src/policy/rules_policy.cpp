@@ -256,31 +256,30 @@ private:
         const auto& rule = m_rules.acceptance.remeasure;
         const auto incumbent = std::find_if(state.history.begin(), state.history.end(),
                                             [&](const TrialView& t) { return t.n == state.incumbent; });
-        if (!rule || incumbent == state.history.end() || !usable(incumbent->preflight) ||
-            !state.incumbent_measured->tokens_per_s_per_gpu)
-            return std::nullopt;
+        if (!rule || incumbent == state.history.end() || !state.incumbent_measured->tokens_per_s_per_gpu) return std::nullopt;
         struct Runs {
             const TrialView* first = nullptr;
+            double predicted = 0;
             int runs = 0;
             double gains = 0;
         };
         std::map<std::string, Runs> by_config;
         for (const auto& t : state.history) {
             if (t.kind != "candidate" || t.incumbent != state.incumbent || t.accepted || !t.measured ||
-                t.measured->status != "ok" || !t.measured->tokens_per_s_per_gpu || !usable(t.preflight))
+                t.measured->status != "ok" || !t.measured->tokens_per_s_per_gpu)
                 continue;
+            const auto predicted = predicted_gain(t, *incumbent);
+            if (!predicted) continue;
             auto& runs = by_config[signature(t.edits)];
-            if (runs.first == nullptr) runs.first = &t;
+            if (runs.first == nullptr) runs.first = &t, runs.predicted = *predicted;
             ++runs.runs;
             runs.gains += *t.measured->tokens_per_s_per_gpu / *state.incumbent_measured->tokens_per_s_per_gpu - 1;
         }
         const Runs* chosen = nullptr;
-        double chosen_prediction = 0;
         for (const auto& [config, runs] : by_config) {
-            const double predicted = runs.first->preflight->tokens_per_s_per_gpu / incumbent->preflight->tokens_per_s_per_gpu - 1;
             auto facts = campaign;
-            facts.insert({{"runs", double(runs.runs)}, {"gain", runs.gains / runs.runs}, {"predicted_gain", predicted}});
-            if (rule->holds(facts) && (chosen == nullptr || predicted > chosen_prediction)) chosen = &runs, chosen_prediction = predicted;
+            facts.insert({{"runs", double(runs.runs)}, {"gain", runs.gains / runs.runs}, {"predicted_gain", runs.predicted}});
+            if (rule->holds(facts) && (chosen == nullptr || runs.predicted > chosen->predicted)) chosen = &runs;
         }
         if (chosen == nullptr) return std::nullopt;
         const TrialView& first = *chosen->first;
@@ -289,15 +288,11 @@ private:
                         first.edits,
                         fmt::format("its moves spent: trial {} measured {:+.1f}% over {} run(s), predicted {:+.1f}%; measuring it "
                                     "again with the budget left",
-                                    first.n, 100 * chosen->gains / chosen->runs, chosen->runs, 100 * chosen_prediction),
+                                    first.n, 100 * chosen->gains / chosen->runs, chosen->runs, 100 * chosen->predicted),
                         state.incumbent_measured->bottleneck,
                         false,
                         0,
                         first.n};
-    }
-
-    static bool usable(const std::optional<Preflight>& p) {
-        return p && p->estimated && p->valid && p->tokens_per_s_per_gpu > 0;
     }
 
     static std::map<std::string, double> campaign_facts(const CampaignState& state) {

@@ -106,6 +106,9 @@ public:
     virtual std::vector<std::pair<std::string, nlohmann::json>> take_records() { return {}; }
 };
 
+/// The trial's estimated speed over the incumbent's, minus 1, when both were estimated as valid.
+std::optional<double> predicted_gain(const TrialView& trial, const TrialView& incumbent);
+
 /// The configuration `edits` applied on top of `base`.
 Edits merged(Edits base, const Edits& edits);
 
