@@ -1,12 +1,37 @@
-// Prints the simulator's calibration table against ../shared/calibration/published.csv.
-// Usage: sim_calibration [PATH_TO_published.csv]
+// Prints the simulator's calibration table against ../shared/calibration/published.csv, or one row
+// at length (layout, memory, step-time breakdown).
+// Usage: sim_calibration [PATH_TO_published.csv] [--row LINE]
 #include <attune/sim/calibration.hpp>
+#include <attune/core/error.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 int main(int argc, char** argv) {
-    const char* path = argc > 1 ? argv[1] : ATTUNE_SOURCE_DIR "/../shared/calibration/published.csv";
-    const auto summary = attune::sim::run_calibration(path);
-    std::fputs(attune::sim::format_calibration(summary).c_str(), stdout);
-    return 0;
+    std::string path = ATTUNE_SOURCE_DIR "/../shared/calibration/published.csv";
+    int line = 0;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--row" && i + 1 < argc) {
+            line = std::atoi(argv[++i]);
+        } else if (arg.starts_with("-")) {
+            std::fprintf(stderr, "usage: sim_calibration [PATH_TO_published.csv] [--row LINE]\n");
+            return 2;
+        } else {
+            path = arg;
+        }
+    }
+    try {
+        const auto summary = attune::sim::run_calibration(path);
+        if (line == 0) return std::fputs(attune::sim::format_calibration(summary).c_str(), stdout), 0;
+        const auto row = std::find_if(summary.rows.begin(), summary.rows.end(), [&](const auto& r) { return r.line == line; });
+        if (row == summary.rows.end()) return std::fprintf(stderr, "sim_calibration: no row at line %d of %s\n", line, path.c_str()), 2;
+        std::fputs(attune::sim::explain_calibration_row(*row).c_str(), stdout);
+        return 0;
+    } catch (const attune::InputError& error) {
+        std::fprintf(stderr, "sim_calibration: %s\n", error.what());
+        return 2;
+    }
 }

@@ -92,8 +92,13 @@ double noncausal_flops_per_token(const ModelShape& m) {
 // A source that states no tensor or pipeline size (the Megatron-LM strong-scaling endpoints) ran the
 // layout its authors tuned: the fastest one that fits memory among tp ≤ 8 (inside a node), pipelines
 // that divide the layers, interleaving and micro-batches of 1-4, keeping the published batch.
-Estimate best_layout(const Hardware& hw, const ModelShape& m, Layout l, int gpus) {
-    Estimate best;
+struct Configured {
+    Layout layout;
+    Estimate estimate;
+};
+
+Configured best_layout(const Hardware& hw, const ModelShape& m, Layout l, int gpus) {
+    Configured best{l, {}};
     for (const int tp : {1, 2, 4, 8}) {
         for (int pp = 1; pp <= 32; ++pp) {
             if (m.layers % pp != 0 || gpus % (tp * pp * l.cp) != 0) continue;
@@ -102,7 +107,7 @@ Estimate best_layout(const Hardware& hw, const ModelShape& m, Layout l, int gpus
                 for (const int mbs : {1, 2, 4}) {
                     l.tp = tp, l.pp = pp, l.vpp = vpp, l.mbs = mbs, l.dp = 0, l.sequence_parallel = tp > 1;
                     const Estimate e = estimate(hw, m, l);
-                    if (e.valid && e.fits && e.tokens_per_s_per_gpu > best.tokens_per_s_per_gpu) best = e;
+                    if (e.valid && e.fits && e.tokens_per_s_per_gpu > best.estimate.tokens_per_s_per_gpu) best = {l, e};
                 }
             }
         }
@@ -214,24 +219,26 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
 
     const bool unpublished_layout = util::trim(c.get(r, "tp")).empty() && util::trim(c.get(r, "pp")).empty();
     if (unpublished_layout) l.gbs = leading_int(c.get(r, "gbs"), l.gbs);   // not widened to the tp = 1 dp
-    Estimate e = unpublished_layout ? best_layout(*hardware, *model, l, gpus) : estimate(*hardware, *model, l);
+    Configured chosen = unpublished_layout ? best_layout(*hardware, *model, l, gpus) : Configured{l, estimate(*hardware, *model, l)};
     // An MoE row that states no expert-parallel size (Automodel's "-") ran the one its recipe tuned:
     // the fastest power of two that divides the experts and fits in a pipeline stage.
-    if (model->experts > 0 && leading_int(c.get(r, "ep"), 0) == 0 && e.valid) {
+    if (model->experts > 0 && leading_int(c.get(r, "ep"), 0) == 0 && chosen.estimate.valid) {
         for (int ep = 2; ep <= model->experts && ep * l.etp <= gpus / l.pp; ep *= 2) {
             l.ep = ep;
             const Estimate candidate = estimate(*hardware, *model, l);
+            const Estimate& e = chosen.estimate;
             if (candidate.valid && (candidate.fits || !e.fits) && candidate.tokens_per_s_per_gpu > e.tokens_per_s_per_gpu) {
-                e = candidate;
+                chosen = {l, candidate};
             }
         }
     }
+    const Estimate& e = chosen.estimate;
     if (unpublished_layout && !e.valid) return void(row.why_not = "no layout fits");
     if (!e.valid) return void(row.why_not = e.problem);
     row.modelled = row.published_tokens > 0;
-    row.estimated_tokens = e.tokens_per_s_per_gpu;
-    row.estimated_mem_gib = e.memory_gib.total;
-    row.error = row.modelled ? row.estimated_tokens / row.published_tokens - 1.0 : 0.0;
+    row.layout = chosen.layout;
+    row.estimate = e;
+    row.error = row.modelled ? e.tokens_per_s_per_gpu / row.published_tokens - 1.0 : 0.0;
 }
 
 }  // namespace
@@ -266,10 +273,10 @@ std::string format_calibration(const CalibrationSummary& summary) {
                                   "error", "mem pub/est");
     for (const auto& row : summary.rows) {
         const std::string mem = row.published_mem_gib > 0
-                                    ? fmt::format("{:.1f}/{:.1f}", row.published_mem_gib, row.estimated_mem_gib) : "";
+                                    ? fmt::format("{:.1f}/{:.1f}", row.published_mem_gib, row.estimate.memory_gib.total) : "";
         if (row.modelled) {
             out += fmt::format("{:>5}  {:<64.64} {:>10.1f} {:>10.1f} {:>+7.1f}%  {:>14}\n", row.line, row.label,
-                               row.published_tokens, row.estimated_tokens, 100 * row.error, mem);
+                               row.published_tokens, row.estimate.tokens_per_s_per_gpu, 100 * row.error, mem);
         } else {
             out += fmt::format("{:>5}  {:<64.64} {:>10.1f} {:>10} {:>8}  ({})\n", row.line, row.label,
                                row.published_tokens, "-", "miss", row.why_not);
@@ -277,6 +284,23 @@ std::string format_calibration(const CalibrationSummary& summary) {
     }
     out += fmt::format("rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}%\n", summary.rows.size(),
                        100 * summary.within_20, 100 * summary.median_abs_error);
+    return out;
+}
+
+std::string explain_calibration_row(const CalibrationRow& row) {
+    if (!row.modelled) return fmt::format("line {}: {}: not modelled ({})\n", row.line, row.label, row.why_not);
+    const Layout& l = row.layout;
+    const Estimate& e = row.estimate;
+    const Breakdown& b = e.breakdown_s;
+    std::string out = fmt::format("line {}: {}\n", row.line, row.label);
+    out += fmt::format("  layout: {} nodes x {} GPUs, tp {} pp {} vpp {} cp {} ep {} etp {}, micro batch {}, global batch {}\n",
+                       l.nodes, l.gpus_per_node, l.tp, l.pp, l.vpp, l.cp, l.ep, l.etp, l.mbs, l.gbs);
+    out += fmt::format("  tokens/s/GPU: published {:.1f}, estimated {:.1f} ({:+.1f}%); MFU {:.3f}\n", row.published_tokens,
+                       e.tokens_per_s_per_gpu, 100 * row.error, e.mfu);
+    out += fmt::format("  step {:.4f} s: compute {:.4f}, tp comm {:.4f}, pp bubble {:.4f}, dp comm {:.4f}, cp comm {:.4f}, "
+                       "ep comm {:.4f}, overhead {:.4f}\n", e.step_time_s, b.compute, b.tp_comm, b.pp_bubble, b.dp_comm,
+                       b.cp_comm, b.ep_comm, b.overhead);
+    out += fmt::format("  memory {:.1f} of {:.1f} GiB{}\n", e.memory_gib.total, e.memory_gib.capacity, e.fits ? "" : " (does not fit)");
     return out;
 }
 

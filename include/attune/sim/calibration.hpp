@@ -16,10 +16,10 @@ struct CalibrationRow {
     bool modelled = false;          ///< false when the row's model or layout cannot be built (counted as a miss)
     std::string why_not;            ///< the reason when not modelled
     double published_tokens = 0;    ///< tokens/s/GPU (derived from TFLOP/s with the source's convention when absent)
-    double estimated_tokens = 0;
-    double error = 0;               ///< estimated / published − 1
+    double error = 0;               ///< estimated tokens/s/GPU / published − 1
     double published_mem_gib = 0;   ///< peak memory when the source gives one, else 0
-    double estimated_mem_gib = 0;
+    Layout layout;                  ///< what the row was estimated as (after any layout search)
+    Estimate estimate;
 };
 
 /// Summary over all rows: the share within ±20 % and the median absolute error (misses count as 100 %).
@@ -34,5 +34,8 @@ CalibrationSummary run_calibration(const std::filesystem::path& published_csv);
 
 /// The table as text, one row per line, then the summary.
 std::string format_calibration(const CalibrationSummary& summary);
+
+/// One row at length: its layout, memory and where its step time goes (to see why it misses).
+std::string explain_calibration_row(const CalibrationRow& row);
 
 }  // namespace attune::sim
