@@ -163,6 +163,8 @@ private:
         if (!rule.domain.violation(value).empty()) return std::nullopt;
         const auto current = current_value(path);
         if (current ? current->same_as(value, Value::Numeric::coerce) : value.is_null()) return std::nullopt;
+        // An absent key holds the framework's default (the lever's quantity): setting it is no move.
+        if (!current && cur && number_of(value) == cur) return std::nullopt;
         if (!guard_holds(move, number_of(value), cur)) return std::nullopt;
         return value;
     }

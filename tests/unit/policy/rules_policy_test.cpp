@@ -89,6 +89,16 @@ TEST(RulesPolicy, AMoveTriedAgainstThisIncumbentIsNotProposedAgainAndARequiremen
     EXPECT_EQ(std::get<policy::Stop>(decision).reason, "nothing left");
 }
 
+TEST(RulesPolicy, AMoveThatWritesWhatTheFrameworkAlreadyDoesIsNoMove) {
+    // The 8B recipe has no cpu_offloading (NeMo's default: false) and runs mcore_distributed_optim.
+    const Fixture f;
+    const auto rules = policy::SearchRules::load(std::string(ATTUNE_FIXTURES) + "/policy/framework-default.yaml");
+    auto policy = policy::make_rules_policy(rules);
+    const auto p = proposal(policy->propose(f.state()));
+    EXPECT_EQ(p.move, "defaults/3");
+    EXPECT_EQ(p.edits.at("model.cpu_offloading").to_string(), "true");
+}
+
 TEST(RulesPolicy, APlannedOnlyMoveIsNeverTriedOnItsOwn) {
     const Fixture f;
     const auto path = std::string(ATTUNE_FIXTURES) + "/policy/planned-only.yaml";
