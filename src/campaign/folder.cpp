@@ -1,4 +1,5 @@
 #include <attune/campaign/campaign.hpp>
+#include <attune/campaign/trial_io.hpp>
 #include <attune/core/error.hpp>
 #include <attune/core/paths.hpp>
 #include <attune/util/files.hpp>
@@ -60,6 +61,15 @@ Context context_of(const fs::path& dir, const fs::path& recipe, const std::strin
                    .max_levers = std::nullopt};
 }
 
+// The embedded simulated cluster runs only what its model can build: a recipe with no model shape or
+// an inconsistent layout is the user's to fix before a campaign starts (a recipe that does not fit
+// memory is not: fixing an OOM is a campaign's job).
+void require_simulable(const fs::path& recipe, const Context& context) {
+    const auto p = preflight_of(context.original, *context.adapter, context.cluster);
+    if (!p.estimated || !p.valid)
+        throw InputError(fmt::format("{}: the simulated cluster cannot run this recipe: {}", recipe.string(), p.problem));
+}
+
 }  // namespace
 
 Opened create(const fs::path& dir, const Settings& settings) {
@@ -67,6 +77,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
     if (settings.trial_steps && *settings.trial_steps < 3)
         throw InputError(fmt::format("--trial-steps {}: expected at least 3 (warm-up, then timed steps)", *settings.trial_steps));
     Context context = context_of(dir, settings.recipe, settings.framework, settings.cluster_file, settings.gate_policy);
+    if (settings.backend == "sim") require_simulable(settings.recipe, context);
     if (fs::exists(dir / "journal.jsonl"))
         throw InputError(fmt::format("{}: this folder already holds a campaign; add --resume to continue it, or choose another --campaign",
                                      dir.string()));

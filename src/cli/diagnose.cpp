@@ -1,4 +1,5 @@
 #include <attune/cli/command.hpp>
+#include <attune/cli/validators.hpp>
 #include <attune/cluster/cluster.hpp>
 #include <attune/core/error.hpp>
 #include <attune/diagnose/diagnosis.hpp>
@@ -102,7 +103,7 @@ const Registration k_registration{40, [](CLI::App& app, Action& chosen) {
         ->needs(sub->get_option("--recipe"));
     sub->add_option("--hang-after", options->hang_after_s,
                     "A running job: no progress for this many seconds (by the log's timestamps, or since the log was last written) is a hang")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number());
     sub->add_flag("--json", options->json, "Print one JSON document");
     sub->callback([options, &chosen] { chosen = [options] { return execute(*options); }; });
 }};

@@ -1,4 +1,5 @@
 #include <attune/cli/command.hpp>
+#include <attune/cli/validators.hpp>
 #include <attune/cluster/cluster.hpp>
 #include <attune/core/paths.hpp>
 #include <attune/gate/verdict.hpp>
@@ -163,7 +164,7 @@ const Registration k_registration{20, [](CLI::App& app, Action& chosen) {
     check_command->add_option("BASELINE", check->baseline, "The original recipe")->required();
     check_command->add_option("CANDIDATE", check->candidate, "The edited recipe, or a .overrides file of key=value lines")->required();
     check_command->add_option("--gate-policy", check->gate_policy, "A policy file over gate/policy.default.yaml");
-    check_command->add_option("--max-levers", check->max_levers, "Refuse candidates that change more canonical levers")->check(CLI::PositiveNumber);
+    check_command->add_option("--max-levers", check->max_levers, "Refuse candidates that change more canonical levers")->check(positive_number());
     check_command->add_flag("--allow-unknown", check->allow_unknown, "Warn about unknown keys instead of refusing them");
     check_command->add_option("--cluster", check->cluster_file, "Cluster file giving the job's shape when the recipe does not");
     check_command->add_option("--framework", check->framework, "The recipe family, when detection is not wanted");

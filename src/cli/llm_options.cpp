@@ -1,4 +1,5 @@
 #include <attune/cli/llm_options.hpp>
+#include <attune/cli/validators.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -10,7 +11,7 @@ void add_llm_options(CLI::App& command, LlmOptions& options, const std::string& 
     command
         .add_option("--llm-timeout", options.timeout_s,
                     picked_by + ": seconds per HTTP attempt (default 120)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive_number());
     command.add_flag("--no-skills", options.no_skills, picked_by + ": without the skill set (ablation)");
 }
 

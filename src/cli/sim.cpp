@@ -1,5 +1,6 @@
 // `attune sim estimate|train|oracle`: the simulated cluster on a recipe (docs/simulator.md).
 #include <attune/cli/command.hpp>
+#include <attune/cli/validators.hpp>
 #include <attune/cluster/cluster.hpp>
 #include <attune/gate/adapter.hpp>
 #include <attune/policy/config_space.hpp>
@@ -103,7 +104,7 @@ const Registration k_registration{60, [](CLI::App& app, Action& chosen) {
     estimate->callback([options, &chosen] { chosen = [options] { return execute_estimate(*options); }; });
     auto* train = sim->add_subcommand("train", "Run the recipe in the simulated world, printing its framework's logs");
     common(train, *options);
-    train->add_option("--steps", options->steps, "Training steps")->check(CLI::PositiveNumber);
+    train->add_option("--steps", options->steps, "Training steps")->check(positive_number());
     train->add_option("--world-seed", options->world_seed, "Which world (hidden cluster factors)");
     train->add_option("--time-scale", options->time_scale, "Seconds slept per simulated second (0: none)");
     train->callback([options, &chosen] { chosen = [options] { return execute_train(*options); }; });

@@ -83,7 +83,10 @@ TEST(GateCli, RejectsBadInputWithExitTwoAndTheFile) {
     expect_bad_input(run_attune({"gate", "check", base.string(), dir.path().string()}), "is a directory, expected a file");
     expect_bad_input(run_attune({"gate", "check", base.string(), (dir.path() / "missing.yaml").string()}),
                      "missing.yaml: no such file");
-    expect_bad_input(run_attune({"gate", "check", base.string(), base.string(), "--max-levers", "zero"}), "--max-levers");
+    expect_bad_input(run_attune({"gate", "check", base.string(), base.string(), "--max-levers", "zero"}),
+                     "--max-levers: 'zero': expected a number greater than 0");
+    expect_bad_input(run_attune({"gate", "check", base.string(), base.string(), "--max-levers", "0"}),
+                     "--max-levers: '0': expected a number greater than 0");
     expect_bad_input(run_attune({"gate", "chekc"}), "chekc");
 }
 

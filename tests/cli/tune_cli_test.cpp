@@ -262,6 +262,25 @@ TEST(TuneBadInput, ARecipeTheGateCannotClassifyIsAUsageError) {
     EXPECT_FALSE(fs::exists(dir.path() / "c"));
 }
 
+TEST(TuneBadInput, ALayoutTheSimulatedClusterCannotRunIsAUsageError) {
+    // tp 3 x pp 1 does not divide the recipe's 64 GPUs: the baseline could never start.
+    const TempDir dir;
+    std::ifstream in(example("recipes/nemo-llama3-8b-h100.yaml"));
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string recipe = text.str();
+    const std::string tp = "tensor_model_parallel_size: 4";
+    ASSERT_NE(recipe.find(tp), std::string::npos);
+    recipe.replace(recipe.find(tp), tp.size(), "tensor_model_parallel_size: 3");
+    const auto path = dir.path() / "tp3.yaml";
+    std::ofstream(path) << recipe;
+    const auto result = run_attune({"tune", path.string(), "--campaign", (dir.path() / "c").string()});
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find("tp3.yaml: the simulated cluster cannot run this recipe: tp*pp*cp*dp must equal the number of GPUs"),
+              std::string::npos) << result.err;
+    EXPECT_FALSE(fs::exists(dir.path() / "c"));
+}
+
 TEST(TuneBadInput, AnUnwritableCampaignFolderIsAUsageError) {
     const TempDir dir;
     const auto file = dir.write("plain-file", "not a folder");
