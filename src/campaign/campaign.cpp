@@ -26,6 +26,10 @@ constexpr double k_unestimated_time_limit_s = 3600;
 constexpr int k_max_proposals_without_launch = 50;
 constexpr int k_early_stop_min_steps = 10;      // timed steps before a stable trial may stop early
 constexpr int k_min_trial_steps = 15;           // a trial shortened to fit the budget still times 10 steady steps
+// The `move` of a confirm run: the last one, after which the campaign ends, or one before a policy's
+// repeats, after which it goes on.
+constexpr const char* k_final_confirm = "confirm";
+constexpr const char* k_confirm_before_repeats = "confirm-before-repeats";
 
 std::uint64_t run_id(std::uint64_t seed, int trial, int attempt) {
     std::uint64_t x = seed * 0x9E3779B97F4A7C15ULL + std::uint64_t(trial) * 1000003ULL + std::uint64_t(attempt);
@@ -72,7 +76,7 @@ private:
     void next(const CampaignRecord& record) {
         if (record.trials.empty()) return propose(record, "baseline", policy::Proposal{"", "baseline", {}, "the recipe as given", ""});
         const TrialRecord& last = record.trials.back();
-        if (last.view.kind == "confirm") return end(record, last.answers);
+        if (last.view.kind == "confirm" && last.view.move == k_final_confirm) return end(record, last.answers);
         if (worth_repeating(last)) return repeat(record, last);
         if (last.view.outcome == "over-budget") return finish(record, "the next trial's worst case does not fit in the budget left");
         if (proposals_without_launch(record) >= k_max_proposals_without_launch)
@@ -82,6 +86,10 @@ private:
         for (auto& [type, fields] : m_policy.take_records()) m_journal.append(type, std::move(fields));
         if (auto* stop = std::get_if<policy::Stop>(&decision)) return finish(record, stop->reason);
         const auto& proposal = std::get<policy::Proposal>(decision);
+        // A policy's repeats are judged against the incumbent, whose one run is the lucky one that
+        // cleared the band: run it once more first, so that they meet the mean of its runs.
+        if (proposal.repeat_of >= 0 && confirm_runs(record) == 0 && confirm_affordable(record))
+            return confirm(record, k_confirm_before_repeats, "repeating the best before runs that are judged against it", "");
         propose(record, "candidate", proposal, false, proposal.repeat_of);
     }
 
@@ -136,14 +144,40 @@ private:
                                                      "search stopped ({})", *faster, record.incumbent, reason)}});
             return;
         }
-        if (record.incumbent != 0 && confirm_affordable(record)) {
-            const TrialRecord& best = record.best();
-            // The stop reason rides in `answers` so that the campaign-end event can give it.
-            policy::Proposal confirm{best.view.lever, "confirm", best.view.edits,
-                                     "repeating the best once to confirm it", reason};
-            return propose(record, "confirm", confirm, /*absolute=*/true);
-        }
+        // The stop reason rides in `answers` so that the campaign-end event can give it.
+        if (record.incumbent != 0 && confirm_runs(record) == 0 && confirm_affordable(record))
+            return confirm(record, k_final_confirm, "repeating the best once to confirm it", reason);
         end(record, reason);
+    }
+
+    void confirm(const CampaignRecord& record, const char* move, const std::string& rationale, const std::string& answers) {
+        const TrialRecord& best = record.best();
+        propose(record, "confirm", policy::Proposal{best.view.lever, move, best.view.edits, rationale, answers}, /*absolute=*/true);
+    }
+
+    /// Confirm runs of the incumbent's configuration so far, whatever they measured.
+    static int confirm_runs(const CampaignRecord& record) {
+        const auto& edits = record.best().view.edits;
+        return static_cast<int>(std::count_if(record.trials.begin(), record.trials.end(), [&](const TrialRecord& t) {
+            return t.view.kind == "confirm" && t.view.edits == edits;
+        }));
+    }
+
+    /// What a candidate is judged against: the mean speed of the incumbent's runs (its own and the
+    /// confirm runs of its configuration that ran).
+    static double reference_speed(const CampaignRecord& record) {
+        const TrialRecord& best = record.best();
+        double sum = 0;
+        int runs = 0;
+        for (const auto& t : record.trials) {
+            const auto& m = t.view.measured;
+            if ((t.view.n != best.view.n && !(t.view.kind == "confirm" && t.view.edits == best.view.edits)) || !m ||
+                m->status != "ok" || !m->tokens_per_s_per_gpu)
+                continue;
+            sum += *m->tokens_per_s_per_gpu;
+            ++runs;
+        }
+        return sum / runs;
     }
 
     bool confirm_affordable(const CampaignRecord& record) const {
@@ -470,14 +504,15 @@ private:
         if (!inc || inc->status != "ok" || !inc->tokens_per_s_per_gpu)
             return {"accept", "the first configuration that runs", std::nullopt};
         if (!m.tokens_per_s_per_gpu) return {"revert", "no throughput could be read from the logs", std::nullopt};
-        const double gain = *m.tokens_per_s_per_gpu / *inc->tokens_per_s_per_gpu - 1;
         const double min_gain = noise_band(m, *inc);
         if (trial.view.kind == "confirm") {
+            const double gain = *m.tokens_per_s_per_gpu / *inc->tokens_per_s_per_gpu - 1;
             const bool held = gain >= -min_gain;
             return {held ? "confirmed" : "unconfirmed",
                     fmt::format("the repeat ran {:+.1f}% against the measured best (noise band {:.1f}%)", 100 * gain, 100 * min_gain),
                     gain};
         }
+        const double gain = *m.tokens_per_s_per_gpu / reference_speed(record) - 1;
         if (trial.repeat_of >= 0) return judge_repeat(record, trial, best, gain, min_gain);
         if (gain > min_gain)
             return {"accept", fmt::format("{:+.1f}% beyond the noise band of {:.1f}%", 100 * gain, 100 * min_gain), gain};
@@ -499,7 +534,7 @@ private:
     /// A further run of a candidate: the mean of its runs' gains against a band narrowed by sqrt(runs).
     Judgement judge_repeat(const CampaignRecord& record, const TrialRecord& trial, const TrialRecord& best, double gain,
                            double min_gain) const {
-        const auto gains = run_gains(record, trial.repeat_of, best, gain);
+        const auto gains = run_gains(record, trial.repeat_of, gain);
         const double mean = std::accumulate(gains.begin(), gains.end(), 0.0) / double(gains.size());
         const double band = min_gain / std::sqrt(double(gains.size()));
         const std::string runs = gains.size() == 2 ? "two runs" : fmt::format("{} runs", gains.size());
@@ -517,16 +552,16 @@ private:
                 mean};
     }
 
-    /// The gains over the incumbent of a candidate's earlier runs (its first trial and the repeats of
-    /// it that ran), then `latest`.
-    static std::vector<double> run_gains(const CampaignRecord& record, int first, const TrialRecord& best, double latest) {
+    /// The gains over the incumbent's reference speed of a candidate's earlier runs (its first trial and
+    /// the repeats of it that ran), then `latest`.
+    static std::vector<double> run_gains(const CampaignRecord& record, int first, double latest) {
         std::vector<double> gains;
-        const auto& inc = best.view.measured;
+        const double reference = reference_speed(record);
         for (const auto& t : record.trials) {
             if (t.view.n != first && t.repeat_of != first) continue;
             const auto& m = t.view.measured;
             if (t.decision.empty() || !m || m->status != "ok" || !m->tokens_per_s_per_gpu) continue;
-            gains.push_back(*m->tokens_per_s_per_gpu / *inc->tokens_per_s_per_gpu - 1);
+            gains.push_back(*m->tokens_per_s_per_gpu / reference - 1);
         }
         gains.push_back(latest);
         return gains;
