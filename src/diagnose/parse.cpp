@@ -105,26 +105,47 @@ static_assert(sizeof(StepRecord) == 64, "a step record stays one cache line: log
 constexpr std::size_t k_huge_page_min_bytes = 4u << 20;
 constexpr std::uintmax_t k_default_split_bytes = 64u << 20;
 
+// Gives the kernel `advice` (madvise) for the whole pages inside [data, data + bytes). Only advice:
+// where the kernel declines (or on another system) nothing changes but speed and memory.
+void advise_pages([[maybe_unused]] const void* data, [[maybe_unused]] std::size_t bytes, [[maybe_unused]] int advice) {
+#if defined(__linux__)
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(page - 1);
+    if (end > begin) {
+        madvise(reinterpret_cast<void*>(begin), end - begin, advice);  // NOLINT(performance-no-int-to-ptr)
+    }
+#endif
+}
+
 // Reserves room for `count` elements and asks the kernel to back the array with transparent huge
 // pages. The per-step arrays of a multi-GB log are touched page by page as it is read, and on the
 // bench's 2 GiB log the first-touch faults of 4 KiB pages took about half the parse time (perf);
-// a 2 MiB page takes one fault for 512. Only advice: where the kernel declines (THP off, another
-// system) nothing changes but the speed.
+// a 2 MiB page takes one fault for 512.
 template <typename T>
 void reserve_huge(std::vector<T>& values, std::size_t count) {
     values.reserve(count);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const std::size_t bytes = values.capacity() * sizeof(T);
-    if (bytes < k_huge_page_min_bytes) {
-        return;
-    }
-    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    const auto begin = (reinterpret_cast<std::uintptr_t>(values.data()) + page - 1) & ~(page - 1);
-    const auto end = (reinterpret_cast<std::uintptr_t>(values.data()) + bytes) & ~(page - 1);
-    if (end > begin) {
-        madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // NOLINT(performance-no-int-to-ptr)
+#if defined(MADV_HUGEPAGE)
+    if (const std::size_t bytes = values.capacity() * sizeof(T); bytes >= k_huge_page_min_bytes) {
+        advise_pages(values.data(), bytes, MADV_HUGEPAGE);
     }
 #endif
+}
+
+// Appends `from` to `to` 8 MiB at a time and gives the pages of each piece copied back to the kernel:
+// `from` (the later part's steps, not read again, its contents zero afterwards) and the copy are
+// never both held, so a split parse peaks at the memory one thread's takes, and the copy's fresh
+// pages come from the ones just given back.
+template <typename T>
+void append_giving_back(std::vector<T>& to, std::vector<T>& from) {
+    constexpr std::size_t k_piece = (8u << 20) / sizeof(T);
+    for (std::size_t at = 0; at < from.size(); at += k_piece) {
+        const auto end = std::min(from.size(), at + k_piece);
+        to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(at), from.begin() + static_cast<std::ptrdiff_t>(end));
+#if defined(MADV_DONTNEED)
+        advise_pages(from.data(), end * sizeof(T), MADV_DONTNEED);
+#endif
+    }
 }
 
 void set_field(StepRecord& record, Field field, double value) {
@@ -221,7 +242,8 @@ public:
         return !later.m_attached_to_steps || !overlaps(later);
     }
 
-    /// Takes over the state of `later` (see can_absorb; its text is moved) as if this parser had fed its lines;
+    /// Takes over the state of `later` (see can_absorb; its text is moved and its steps given back, so
+    /// it is only fit to be destroyed) as if this parser had fed its lines;
     /// `lines_before`: the lines of the file before the boundary, which later numbered from 1.
     void absorb(Parser& later, const detail::Boundary& boundary, std::size_t lines_before) {
         m_spec = later.m_spec;
@@ -268,10 +290,10 @@ private:
     // Later's steps as store() would have taken its records: a step both hold keeps rank 0's record,
     // else the first printed (store() keeps the same one of later's own duplicates), and new steps
     // follow in later's order. A log whose steps rise across the cut is one append.
-    void absorb_steps(const Parser& later) {
+    void absorb_steps(Parser& later) {
         const auto last = later.m_steps[later.m_last_index].step;
         if (m_index.empty() && later.m_index.empty() && (m_steps.empty() || later.m_steps.front().step > m_steps.back().step)) {
-            m_steps.insert(m_steps.end(), later.m_steps.begin(), later.m_steps.end());
+            append_giving_back(m_steps, later.m_steps);
             m_rank0.insert(m_rank0.end(), later.m_rank0.begin(), later.m_rank0.end());
         } else {
             for (std::size_t i = 0; i < later.m_steps.size(); ++i) {
