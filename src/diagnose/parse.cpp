@@ -104,6 +104,7 @@ static_assert(sizeof(StepRecord) == 64, "a step record stays one cache line: log
 
 constexpr std::size_t k_huge_page_min_bytes = 4u << 20;
 constexpr std::uintmax_t k_default_split_bytes = 64u << 20;
+constexpr std::size_t k_parallel_summary_steps = 1u << 18;
 
 // Gives the kernel `advice` (madvise) for the whole pages inside [data, data + bytes). Only advice:
 // where the kernel declines (or on another system) nothing changes but speed and memory.
@@ -757,7 +758,8 @@ void summarise(RunMetrics& metrics) {
     // The steady steps: the first (warm-up: compilation, allocator growth) is dropped, then any whose
     // step time (or throughput) is more than twice or less than half the median (restarts, async
     // artefacts). A multi-GB log has millions of steps: there is no list of the steady steps, and one
-    // buffer serves every column in turn (fresh pages are costly: a column is 8 bytes a step).
+    // buffer serves the other columns in turn (fresh pages are costly: a column is 8 bytes a step)
+    // while the TFLOP/s column, on a second thread when the steps are many, has its own.
     const auto& steps = metrics.steps;
     metrics.steady = {};
     std::size_t used = 0;
@@ -772,6 +774,11 @@ void summarise(RunMetrics& metrics) {
             const auto& v = step.*member;
             return !(centre && v && (*v > 2.0 * *centre || *v < 0.5 * *centre));
         };
+        auto tflops = std::async(steps.size() >= k_parallel_summary_steps ? std::launch::async : std::launch::deferred, [&] {
+            std::vector<double> column;
+            reserve_huge(column, steps.size() - 1);
+            return median_of_column(first, steps.end(), &StepRecord::tflops_per_gpu, steady, column);
+        });
         used = static_cast<std::size_t>(std::count_if(first, steps.end(), steady));
         auto& out = metrics.steady;
         if (by_time && used == static_cast<std::size_t>(steps.end() - first)) {
@@ -788,7 +795,7 @@ void summarise(RunMetrics& metrics) {
         if (!out.step_time_s && out.tokens_per_s_per_gpu) {
             out.noise = noise_in_place(values, *out.tokens_per_s_per_gpu);
         }
-        out.tflops_per_gpu = median_of_column(first, steps.end(), &StepRecord::tflops_per_gpu, steady, values);
+        out.tflops_per_gpu = tflops.get();
     }
     metrics.steady.steps_used = used;
     if (metrics.status == Status::ok && used < k_min_steady_steps) {
