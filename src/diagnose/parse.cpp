@@ -237,8 +237,8 @@ public:
     /// boundary line as a record), or when later attached fields to a step this parser may hold too
     /// (here they would go to the record kept here, there they went to later's copy).
     [[nodiscard]] bool can_absorb(const Parser& later, const detail::Boundary& boundary) const {
-        if (!m_dialect.empty() && m_dialect != boundary.spec->name) {
-            return false;
+        if ((!m_dialect.empty() && m_dialect != boundary.spec->name) || later.m_steps.empty()) {
+            return false;  // (later holds no step only when the file changed under the reads)
         }
         return !later.m_attached_to_steps || !overlaps(later);
     }
@@ -677,11 +677,16 @@ std::size_t feed_range(Parser& parser, const std::filesystem::path& path, ByteRa
     return reader.line_number();
 }
 
-// Where to cut `path` for two threads, if it is a regular file large enough and a boundary lies near `split.at`.
-std::optional<detail::Boundary> cut_of(const std::filesystem::path& path, const DialectSpec* forced, const SplitPolicy& split) {
+// The size of `path` when it is a regular file, else 0 (a pipe, a folder, an error).
+std::uintmax_t regular_file_size(const std::filesystem::path& path) {
     std::error_code error;
     const auto size = std::filesystem::is_regular_file(path, error) ? std::filesystem::file_size(path, error) : 0;
-    if (error || size == 0 || size < split.min_bytes) {
+    return error ? 0 : size;
+}
+
+// Where to cut a file of `size` bytes for two threads, if it is large enough and a boundary lies near `split.at`.
+std::optional<detail::Boundary> cut_of(const std::filesystem::path& path, std::uintmax_t size, const DialectSpec* forced, const SplitPolicy& split) {
+    if (size == 0 || size < split.min_bytes) {
         return std::nullopt;
     }
     const auto from = static_cast<std::uintmax_t>(static_cast<double>(size) * std::clamp(split.at, 0.0, 1.0));
@@ -693,14 +698,15 @@ std::optional<detail::Boundary> cut_of(const std::filesystem::path& path, const 
 // the part before, and then absorbed. In the rare case where absorbing would not give what one
 // parser gives (Parser::can_absorb), this thread reads the part after the cut itself.
 void read_log(Parser& parser, const std::filesystem::path& path, const DialectSpec* forced, const HangCheck& hang, const SplitPolicy& split) {
-    const auto cut = cut_of(path, forced, split);
+    const auto size = regular_file_size(path);
+    const auto cut = cut_of(path, size, forced, split);
     if (!cut) {
         feed_range(parser, path, {}, 0);
         return;
     }
     auto later_part = std::async(std::launch::async, [&] {
         Parser later(cut->spec, hang);
-        later.expect_bytes(std::filesystem::file_size(path) - cut->offset);
+        later.expect_bytes(size > cut->offset ? size - cut->offset : 0);
         feed_range(later, path, {.begin = cut->offset}, 0);
         return later;
     });
@@ -814,9 +820,7 @@ RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std:
     Parser parser(forced, hang);
     std::uintmax_t total_bytes = 0;
     for (const auto& path : logs) {
-        std::error_code error;
-        const auto size = std::filesystem::file_size(path, error);
-        total_bytes += error ? 0 : size;
+        total_bytes += regular_file_size(path);
     }
     parser.expect_bytes(total_bytes);
     for (const auto& path : logs) {
