@@ -382,6 +382,34 @@ std::optional<long long> bar_counter(std::string_view line) {
     return value;
 }
 
+std::string_view without_ansi(std::string_view line, std::string& buffer) {
+    buffer.clear();
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        if (line[i] != '\x1b') {
+            buffer += line[i];
+            continue;
+        }
+        if (i + 1 < line.size() && line[i + 1] == '[') {
+            i += 2;
+            while (i < line.size() && !(line[i] >= '@' && line[i] <= '~')) {
+                ++i;
+            }
+        }
+    }
+    return buffer;
+}
+
+std::optional<long long> printed_step(const DialectSpec& spec, std::string_view line) {
+    if (spec.step_key.empty()) {
+        return bar_counter(line);
+    }
+    double value = 0;
+    if (!read_number_after(line, spec.step_key, Part::value, value) || !std::isfinite(value)) {
+        return std::nullopt;
+    }
+    return static_cast<long long>(value);
+}
+
 namespace {
 
 // Days from 1970-01-01 to the civil date (Howard Hinnant's algorithm; proleptic Gregorian).

@@ -3,9 +3,11 @@
 
 #include <attune/diagnose/run_metrics.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -113,6 +115,32 @@ inline std::size_t find(std::string_view text, const Needle& needle) { return ne
 
 /// Whether `text` contains `needle`.
 inline bool contains(std::string_view text, const Needle& needle) { return needle.find_in(text) != std::string_view::npos; }
+
+/// Whether `text` contains every one of `needles`.
+inline bool contains_all(std::string_view text, const std::vector<Needle>& needles) {
+    return std::all_of(needles.begin(), needles.end(), [&](const Needle& n) { return contains(text, n); });
+}
+
+/// Whether `text` contains any of `needles`.
+inline bool contains_any(std::string_view text, const std::vector<Needle>& needles) {
+    return std::any_of(needles.begin(), needles.end(), [&](const Needle& n) { return contains(text, n); });
+}
+
+/// Whether `line` is a record of `spec`: it holds every anchor and no exclude.
+inline bool is_record(std::string_view line, const DialectSpec& spec) {
+    return contains_all(line, spec.anchors) && !contains_any(line, spec.excludes);
+}
+
+/// `line` without its colour escapes (ESC [ params letter), which sit between keys and values; the
+/// text is built in `buffer`, which the result points into.
+std::string_view without_ansi(std::string_view line, std::string& buffer);
+
+/// Whether `spec` numbers its records by their order in the log (no step key, no tqdm counter).
+inline bool numbers_by_order(const DialectSpec& spec) { return spec.step_key.empty() && !spec.step_from_bar; }
+
+/// The step a record line of `spec` prints (after `step_key`, or the tqdm counter); nullopt when it
+/// prints none, or no finite one. Not for formats that number records by order.
+std::optional<long long> printed_step(const DialectSpec& spec, std::string_view line);
 
 /// Every record format, in detection order.
 const std::vector<DialectSpec>& dialect_specs();

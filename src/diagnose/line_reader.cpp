@@ -2,18 +2,22 @@
 
 #include <attune/core/error.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <system_error>
 
 namespace attune::diagnose {
 namespace {
-constexpr std::size_t k_buffer_size = 1u << 20;
+// A quarter of a core's 1 MiB L2 on the bench VM: the block the kernel copies in is still in L2
+// when it is parsed, also with two readers at once (split parse); 1 MiB measured 0-10% slower.
+constexpr std::size_t k_buffer_size = 256u << 10;
 constexpr std::size_t k_unknown = std::numeric_limits<std::size_t>::max();
 }  // namespace
 
-LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line)
-    : m_max_line(max_line), m_buffer(k_buffer_size) {
+LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line, ByteRange range)
+    : m_max_line(max_line), m_buffer(k_buffer_size), m_unread(range.end - std::min(range.begin, range.end)) {
     std::error_code error;
     if (std::filesystem::is_directory(path, error)) {
         throw InputError(path.string() + ": is a folder, expected a log file");
@@ -21,6 +25,9 @@ LineReader::LineReader(const std::filesystem::path& path, std::size_t max_line)
     m_file = std::fopen(path.c_str(), "rb");
     if (m_file == nullptr) {
         throw InputError(path.string() + ": cannot open log file: " + std::strerror(errno));
+    }
+    if (range.begin > 0 && ::fseeko(m_file, static_cast<off_t>(range.begin), SEEK_SET) != 0) {
+        throw InputError(path.string() + ": cannot seek to byte " + std::to_string(range.begin) + ": " + std::strerror(errno));
     }
 }
 
@@ -37,7 +44,8 @@ bool LineReader::fill() {
     m_begin = 0;
     m_next_cr = k_unknown;
     m_next_escape = k_unknown;
-    m_end = std::fread(m_buffer.data(), 1, m_buffer.size(), m_file);
+    m_end = std::fread(m_buffer.data(), 1, static_cast<std::size_t>(std::min<std::uintmax_t>(m_buffer.size(), m_unread)), m_file);
+    m_unread -= m_end;
     m_eof = m_end == 0;
     return !m_eof;
 }

@@ -5,12 +5,16 @@
 #include <attune/util/strings.hpp>
 
 #include "dialects.hpp"
+#include "split.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <future>
+#include <limits>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #if defined(__linux__)
@@ -99,27 +103,50 @@ constexpr std::uintmax_t k_max_reserved_steps = 64u << 20;
 static_assert(sizeof(StepRecord) == 64, "a step record stays one cache line: logs hold millions");
 
 constexpr std::size_t k_huge_page_min_bytes = 4u << 20;
+constexpr std::uintmax_t k_default_split_bytes = 64u << 20;
+constexpr std::size_t k_parallel_summary_steps = 1u << 18;
+
+// Gives the kernel `advice` (madvise) for the whole pages inside [data, data + bytes). Only advice:
+// where the kernel declines (or on another system) nothing changes but speed and memory.
+void advise_pages([[maybe_unused]] const void* data, [[maybe_unused]] std::size_t bytes, [[maybe_unused]] int advice) {
+#if defined(__linux__)
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) & ~(page - 1);
+    const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(page - 1);
+    if (end > begin) {
+        madvise(reinterpret_cast<void*>(begin), end - begin, advice);  // NOLINT(performance-no-int-to-ptr)
+    }
+#endif
+}
 
 // Reserves room for `count` elements and asks the kernel to back the array with transparent huge
 // pages. The per-step arrays of a multi-GB log are touched page by page as it is read, and on the
 // bench's 2 GiB log the first-touch faults of 4 KiB pages took about half the parse time (perf);
-// a 2 MiB page takes one fault for 512. Only advice: where the kernel declines (THP off, another
-// system) nothing changes but the speed.
+// a 2 MiB page takes one fault for 512.
 template <typename T>
 void reserve_huge(std::vector<T>& values, std::size_t count) {
     values.reserve(count);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const std::size_t bytes = values.capacity() * sizeof(T);
-    if (bytes < k_huge_page_min_bytes) {
-        return;
-    }
-    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    const auto begin = (reinterpret_cast<std::uintptr_t>(values.data()) + page - 1) & ~(page - 1);
-    const auto end = (reinterpret_cast<std::uintptr_t>(values.data()) + bytes) & ~(page - 1);
-    if (end > begin) {
-        madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // NOLINT(performance-no-int-to-ptr)
+#if defined(MADV_HUGEPAGE)
+    if (const std::size_t bytes = values.capacity() * sizeof(T); bytes >= k_huge_page_min_bytes) {
+        advise_pages(values.data(), bytes, MADV_HUGEPAGE);
     }
 #endif
+}
+
+// Appends `from` to `to` 8 MiB at a time and gives the pages of each piece copied back to the kernel:
+// `from` (the later part's steps, not read again, its contents zero afterwards) and the copy are
+// never both held, so a split parse peaks at the memory one thread's takes, and the copy's fresh
+// pages come from the ones just given back.
+template <typename T>
+void append_giving_back(std::vector<T>& to, std::vector<T>& from) {
+    constexpr std::size_t k_piece = (8u << 20) / sizeof(T);
+    for (std::size_t at = 0; at < from.size(); at += k_piece) {
+        const auto end = std::min(from.size(), at + k_piece);
+        to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(at), from.begin() + static_cast<std::ptrdiff_t>(end));
+#if defined(MADV_DONTNEED)
+        advise_pages(from.data(), end * sizeof(T), MADV_DONTNEED);
+#endif
+    }
 }
 
 void set_field(StepRecord& record, Field field, double value) {
@@ -134,14 +161,6 @@ void set_field(StepRecord& record, Field field, double value) {
     case Field::grad_norm: record.grad_norm = value; break;
     case Field::memory: record.memory_gib = std::max(value, record.memory_gib.value_or(value)); break;
     }
-}
-
-bool contains_all(std::string_view line, const std::vector<detail::Needle>& needles) {
-    return std::all_of(needles.begin(), needles.end(), [&](const auto& n) { return detail::contains(line, n); });
-}
-
-bool contains_any(std::string_view line, const std::vector<detail::Needle>& needles) {
-    return std::any_of(needles.begin(), needles.end(), [&](const auto& n) { return detail::contains(line, n); });
 }
 
 // The median of `values`, which are reordered (nth_element keeps them as a multiset: a caller that
@@ -170,7 +189,7 @@ public:
     /// One line; `has_escape`: it holds ESC (LineReader::has_escape), so colour escapes are dropped first.
     void feed(std::string_view line, std::size_t line_number, bool has_escape) {
         if (has_escape) {
-            line = without_ansi(line);
+            line = detail::without_ansi(line, m_clean);
         }
         if (m_marker_dialect.empty() && m_dialect.empty()) {
             detect_marker(line);
@@ -178,7 +197,7 @@ public:
         if (read_record(line, line_number)) {
             return;
         }
-        if ((m_spec != nullptr && contains_any(line, m_spec->chatter)) || attach(line)) {
+        if ((m_spec != nullptr && detail::contains_any(line, m_spec->chatter)) || attach(line)) {
             return;
         }
         note_time(line, line_number);
@@ -212,6 +231,39 @@ public:
 
     [[nodiscard]] bool recognised() const { return !m_dialect.empty() || !m_marker_dialect.empty() || !m_signs.empty(); }
 
+    /// Whether absorb(later, boundary) gives what feeding later's lines here would. `later` started at
+    /// `boundary` with its format and read the rest of the file while this parser read up to it.
+    /// False when this parser decided another dialect before the boundary (it would not read the
+    /// boundary line as a record), or when later attached fields to a step this parser may hold too
+    /// (here they would go to the record kept here, there they went to later's copy).
+    [[nodiscard]] bool can_absorb(const Parser& later, const detail::Boundary& boundary) const {
+        if ((!m_dialect.empty() && m_dialect != boundary.spec->name) || later.m_steps.empty()) {
+            return false;  // (later holds no step only when the file changed under the reads)
+        }
+        return !later.m_attached_to_steps || !overlaps(later);
+    }
+
+    /// Takes over the state of `later` (see can_absorb; its text is moved and its steps given back, so
+    /// it is only fit to be destroyed) as if this parser had fed its lines;
+    /// `lines_before`: the lines of the file before the boundary, which later numbered from 1.
+    void absorb(Parser& later, const detail::Boundary& boundary, std::size_t lines_before) {
+        m_spec = later.m_spec;
+        if (m_dialect != later.m_dialect) {
+            m_dialect = later.m_dialect;
+            narrow_candidates();
+        }
+        absorb_steps(later);
+        absorb_signs(later, lines_before);
+        m_records_seen += later.m_records_seen;
+        if (later.m_last_step) {
+            m_last_step = std::max(m_last_step.value_or(*later.m_last_step), *later.m_last_step);
+        }
+        if (later.m_peak_memory) {
+            m_peak_memory = std::max(m_peak_memory.value_or(*later.m_peak_memory), *later.m_peak_memory);
+        }
+        absorb_progress(later, boundary, lines_before);
+    }
+
 private:
     struct Sign {
         const Signature* signature;
@@ -219,44 +271,91 @@ private:
         std::size_t records_before = 0;  // record lines seen when the sign appeared
     };
 
-    // Colour escapes (ESC [ params letter) sit between keys and values; they are dropped.
-    std::string_view without_ansi(std::string_view line) {
-        m_clean.clear();
-        for (std::size_t i = 0; i < line.size(); ++i) {
-            if (line[i] != '\x1b') {
-                m_clean += line[i];
-                continue;
-            }
-            if (i + 1 < line.size() && line[i + 1] == '[') {
-                i += 2;
-                while (i < line.size() && !(line[i] >= '@' && line[i] <= '~')) {
-                    ++i;
-                }
+    // The lowest and highest step held (they rise, first to last, unless the index was built).
+    [[nodiscard]] std::pair<long long, long long> step_range() const {
+        if (m_index.empty()) {
+            return {m_steps.front().step, m_steps.back().step};
+        }
+        const auto [low, high] = std::minmax_element(m_steps.begin(), m_steps.end(), [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });
+        return {low->step, high->step};
+    }
+
+    // Whether the two parsers' step ranges meet (then they may hold the same step).
+    [[nodiscard]] bool overlaps(const Parser& later) const {
+        if (m_steps.empty() || later.m_steps.empty()) {
+            return false;
+        }
+        return later.step_range().first <= step_range().second && step_range().first <= later.step_range().second;
+    }
+
+    // Later's steps as store() would have taken its records: a step both hold keeps rank 0's record,
+    // else the first printed (store() keeps the same one of later's own duplicates), and new steps
+    // follow in later's order. A log whose steps rise across the cut is one append.
+    void absorb_steps(Parser& later) {
+        const auto last = later.m_steps[later.m_last_index].step;
+        if (m_index.empty() && later.m_index.empty() && (m_steps.empty() || later.m_steps.front().step > m_steps.back().step)) {
+            append_giving_back(m_steps, later.m_steps);
+            m_rank0.insert(m_rank0.end(), later.m_rank0.begin(), later.m_rank0.end());
+        } else {
+            for (std::size_t i = 0; i < later.m_steps.size(); ++i) {
+                store(later.m_steps[i], later.m_rank0[i] != 0 ? std::optional<int>(0) : std::nullopt);
             }
         }
-        return m_clean;
+        m_last_index = *index_of(last);
+    }
+
+    // Later's failure signs after this parser's, up to the same number per status, counted in the
+    // whole file's lines and records.
+    void absorb_signs(const Parser& later, std::size_t lines_before) {
+        for (auto sign : later.m_signs) {
+            if (keeps_sign(sign.signature->status)) {
+                sign.evidence.line += lines_before;
+                sign.records_before += m_records_seen;
+                m_signs.push_back(std::move(sign));
+            }
+        }
+    }
+
+    // The progress state after later's last record, and the intervals between records: later's, and
+    // the one from this parser's last record to the boundary line (later's first).
+    void absorb_progress(Parser& later, const detail::Boundary& boundary, std::size_t lines_before) {
+        if (m_progress_stamp && boundary.stamp && *boundary.stamp > *m_progress_stamp) {
+            m_intervals.push_back(static_cast<double>(*boundary.stamp - *m_progress_stamp));
+        }
+        m_intervals.insert(m_intervals.end(), later.m_intervals.begin(), later.m_intervals.end());
+        m_last_progress = std::move(later.m_last_progress);
+        m_last_progress.line += lines_before;
+        m_progress_stamp = later.m_progress_stamp;
+        m_after_stamp = later.m_after_stamp;
+        m_after_line = std::move(later.m_after_line);
+        if (m_after_line) {
+            m_after_line->line += lines_before;
+        }
+        m_completed = later.m_completed;
+    }
+
+    // Whether a sign of `status` is still kept as evidence: the first few of each status are.
+    [[nodiscard]] bool keeps_sign(Status status) const {
+        const auto same = std::count_if(m_signs.begin(), m_signs.end(), [&](const Sign& s) { return s.signature->status == status; });
+        return static_cast<std::size_t>(same) < k_evidence_per_status;
     }
 
     void detect_marker(std::string_view line) {
         for (const auto& spec : detail::dialect_specs()) {
-            if (contains_any(line, spec.markers)) {
+            if (detail::contains_any(line, spec.markers)) {
                 m_marker_dialect = std::string(spec.name);
                 return;
             }
         }
     }
 
-    static bool is_record(std::string_view line, const DialectSpec& spec) {
-        return contains_all(line, spec.anchors) && !contains_any(line, spec.excludes);
-    }
-
     const DialectSpec* matching_spec(std::string_view line) const {
-        if (m_spec != nullptr && is_record(line, *m_spec)) {
+        if (m_spec != nullptr && detail::is_record(line, *m_spec)) {
             return m_spec;
         }
         // Once records are seen (or --framework is given) only that dialect's formats are tried.
         for (const auto* spec : m_candidates) {
-            if (spec != m_spec && is_record(line, *spec)) {
+            if (spec != m_spec && detail::is_record(line, *spec)) {
                 return spec;
             }
         }
@@ -274,17 +373,10 @@ private:
     }
 
     std::optional<long long> step_of(const DialectSpec& spec, std::string_view line) const {
-        if (!spec.step_key.empty()) {
-            double value = 0;
-            if (!detail::read_number_after(line, spec.step_key, detail::Part::value, value) || !std::isfinite(value)) {
-                return std::nullopt;
-            }
-            return static_cast<long long>(value);
+        if (detail::numbers_by_order(spec)) {
+            return static_cast<long long>(m_steps.size() + 1);
         }
-        if (spec.step_from_bar) {
-            return detail::bar_counter(line);
-        }
-        return static_cast<long long>(m_steps.size() + 1);
+        return detail::printed_step(spec, line);
     }
 
     bool read_record(std::string_view line, std::size_t line_number) {
@@ -334,12 +426,20 @@ private:
         m_completed = false;
         m_after_line.reset();
         const auto stamp = detail::timestamp_of(line);
-        if (stamp && m_progress_stamp && *stamp > *m_progress_stamp) {
-            m_intervals.push_back(static_cast<double>(*stamp - *m_progress_stamp));
+        if (!stamp) {
+            // A record without a time leaves the silence unknown rather than measured from an older record.
+            m_progress_stamp.reset();
+            m_after_stamp.reset();
+            return;
         }
-        // A record without a time leaves the silence unknown rather than measured from an older record.
-        m_progress_stamp = stamp;
-        m_after_stamp = stamp;
+        // The time is stored as a number, not copied as an optional: the copy went through the stack
+        // in two stores and one 16-byte load that stalled on every record (perf: a third of feed's time).
+        const long long seconds = *stamp;
+        if (m_progress_stamp && seconds > *m_progress_stamp) {
+            m_intervals.push_back(static_cast<double>(seconds - *m_progress_stamp));
+        }
+        m_progress_stamp = seconds;
+        m_after_stamp = seconds;
     }
 
     // Times printed after the last progress record, and whether training then finished as planned.
@@ -348,7 +448,7 @@ private:
         if (!m_progress_stamp) {
             return;
         }
-        if (!m_completed && contains_any(line, completion_markers())) {
+        if (!m_completed && detail::contains_any(line, completion_markers())) {
             m_completed = true;
         }
         if (const auto stamp = detail::timestamp_of(line); stamp && *stamp > *m_after_stamp) {
@@ -425,6 +525,7 @@ private:
                     m_peak_memory = std::max(*value * field.scale, m_peak_memory.value_or(0.0));
                 } else if (m_last_index < m_steps.size()) {
                     set_field(m_steps[m_last_index], field.field, *value * field.scale);
+                    m_attached_to_steps = true;
                 }
             }
             return true;
@@ -447,8 +548,7 @@ private:
                 (!signature.unless.empty() && detail::contains(line, signature.unless))) {
                 continue;
             }
-            const auto same = std::count_if(m_signs.begin(), m_signs.end(), [&](const Sign& s) { return s.signature->status == signature.status; });
-            if (static_cast<std::size_t>(same) < k_evidence_per_status) {
+            if (keeps_sign(signature.status)) {
                 m_signs.push_back({&signature, {line_number, std::string(util::trim(line))}, m_records_seen});
             }
             return;
@@ -548,7 +648,7 @@ private:
     std::optional<long long> m_last_step;
     std::optional<double> m_peak_memory;
     std::vector<Sign> m_signs;
-    std::string m_clean;
+    std::string m_clean;                        // a line without its colour escapes
     Evidence m_last_progress;                // the last progress record line
     std::optional<long long> m_progress_stamp;  // its time, if it prints one
     std::optional<long long> m_after_stamp;     // the latest time printed since
@@ -556,6 +656,7 @@ private:
     std::vector<double> m_intervals;            // seconds between successive timed records
     bool m_completed = false;                   // training finished as planned after the last record
     std::optional<double> m_live_silence_s;
+    bool m_attached_to_steps = false;           // an attachment line set a field of a step
 };
 
 const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
@@ -572,6 +673,58 @@ const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
         message += " (did you mean '" + *suggestion + "'?)";
     }
     throw InputError(message);
+}
+
+// Feeds the lines of `range` of `path` to `parser`, numbered after `lines_before`; returns the number of lines read.
+std::size_t feed_range(Parser& parser, const std::filesystem::path& path, ByteRange range, std::size_t lines_before) {
+    LineReader reader(path, LineReader::k_default_max_line, range);
+    std::string_view line;
+    while (reader.next(line)) {
+        parser.feed(line, lines_before + reader.line_number(), reader.has_escape());
+    }
+    return reader.line_number();
+}
+
+// The size of `path` when it is a regular file, else 0 (a pipe, a folder, an error).
+std::uintmax_t regular_file_size(const std::filesystem::path& path) {
+    std::error_code error;
+    const auto size = std::filesystem::is_regular_file(path, error) ? std::filesystem::file_size(path, error) : 0;
+    return error ? 0 : size;
+}
+
+// Where to cut a file of `size` bytes for two threads, if it is large enough and a boundary lies near `split.at`.
+std::optional<detail::Boundary> cut_of(const std::filesystem::path& path, std::uintmax_t size, const DialectSpec* forced, const SplitPolicy& split) {
+    if (size == 0 || size < split.min_bytes) {
+        return std::nullopt;
+    }
+    const auto from = static_cast<std::uintmax_t>(static_cast<double>(size) * std::clamp(split.at, 0.0, 1.0));
+    return detail::find_boundary(path, from, forced);
+}
+
+// Reads one file into `parser`. A large file is cut at a boundary (split.hpp): the part after it is
+// parsed on a second thread by a parser started with the boundary's format while this thread parses
+// the part before, and then absorbed. In the rare case where absorbing would not give what one
+// parser gives (Parser::can_absorb), this thread reads the part after the cut itself.
+void read_log(Parser& parser, const std::filesystem::path& path, const DialectSpec* forced, const HangCheck& hang, const SplitPolicy& split) {
+    const auto size = regular_file_size(path);
+    const auto cut = cut_of(path, size, forced, split);
+    if (!cut) {
+        feed_range(parser, path, {}, 0);
+        return;
+    }
+    auto later_part = std::async(std::launch::async, [&] {
+        Parser later(cut->spec, hang);
+        later.expect_bytes(size > cut->offset ? size - cut->offset : 0);
+        feed_range(later, path, {.begin = cut->offset}, 0);
+        return later;
+    });
+    const auto lines_before = feed_range(parser, path, {.begin = 0, .end = cut->offset}, 0);
+    auto later = later_part.get();
+    if (parser.can_absorb(later, *cut)) {
+        parser.absorb(later, *cut, lines_before);
+    } else {
+        feed_range(parser, path, {.begin = cut->offset}, lines_before);
+    }
 }
 
 // Relative spread: median absolute deviation over the median `centre` of `values`. The values are
@@ -619,7 +772,8 @@ void summarise(RunMetrics& metrics) {
     // The steady steps: the first (warm-up: compilation, allocator growth) is dropped, then any whose
     // step time (or throughput) is more than twice or less than half the median (restarts, async
     // artefacts). A multi-GB log has millions of steps: there is no list of the steady steps, and one
-    // buffer serves every column in turn (fresh pages are costly: a column is 8 bytes a step).
+    // buffer serves the other columns in turn (fresh pages are costly: a column is 8 bytes a step)
+    // while the TFLOP/s column, on a second thread when the steps are many, has its own.
     const auto& steps = metrics.steps;
     metrics.steady = {};
     std::size_t used = 0;
@@ -634,6 +788,11 @@ void summarise(RunMetrics& metrics) {
             const auto& v = step.*member;
             return !(centre && v && (*v > 2.0 * *centre || *v < 0.5 * *centre));
         };
+        auto tflops = std::async(steps.size() >= k_parallel_summary_steps ? std::launch::async : std::launch::deferred, [&] {
+            std::vector<double> column;
+            reserve_huge(column, steps.size() - 1);
+            return median_of_column(first, steps.end(), &StepRecord::tflops_per_gpu, steady, column);
+        });
         used = static_cast<std::size_t>(std::count_if(first, steps.end(), steady));
         auto& out = metrics.steady;
         if (by_time && used == static_cast<std::size_t>(steps.end() - first)) {
@@ -650,7 +809,7 @@ void summarise(RunMetrics& metrics) {
         if (!out.step_time_s && out.tokens_per_s_per_gpu) {
             out.noise = noise_in_place(values, *out.tokens_per_s_per_gpu);
         }
-        out.tflops_per_gpu = median_of_column(first, steps.end(), &StepRecord::tflops_per_gpu, steady, values);
+        out.tflops_per_gpu = tflops.get();
     }
     metrics.steady.steps_used = used;
     if (metrics.status == Status::ok && used < k_min_steady_steps) {
@@ -659,22 +818,21 @@ void summarise(RunMetrics& metrics) {
     }
 }
 
+std::uintmax_t SplitPolicy::default_split_bytes() {
+    return std::thread::hardware_concurrency() > 1 ? k_default_split_bytes : std::numeric_limits<std::uintmax_t>::max();
+}
+
 RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework,
-                      const HangCheck& hang) {
-    Parser parser(forced_spec(framework), hang);
+                      const HangCheck& hang, const SplitPolicy& split) {
+    const auto* forced = forced_spec(framework);
+    Parser parser(forced, hang);
     std::uintmax_t total_bytes = 0;
     for (const auto& path : logs) {
-        std::error_code error;
-        const auto size = std::filesystem::file_size(path, error);
-        total_bytes += error ? 0 : size;
+        total_bytes += regular_file_size(path);
     }
     parser.expect_bytes(total_bytes);
     for (const auto& path : logs) {
-        LineReader reader(path);
-        std::string_view line;
-        while (reader.next(line)) {
-            parser.feed(line, reader.line_number(), reader.has_escape());
-        }
+        read_log(parser, path, forced, hang, split);
     }
     if (hang.after_s && hang.now) {
         // The newest modification among the files: a live job appends to its last log.

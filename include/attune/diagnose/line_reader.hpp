@@ -1,13 +1,21 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace attune::diagnose {
+
+/// The bytes [begin, end) of a file; an `end` past the end of the file reads to its end.
+struct ByteRange {
+    std::uintmax_t begin = 0;
+    std::uintmax_t end = std::numeric_limits<std::uintmax_t>::max();
+};
 
 /// Reads a file line by line with bounded memory: lines end at '\n' (or "\r\n"), each '\r'-separated
 /// update of a progress bar is its own line (with the same line number), and a line or update longer
@@ -16,8 +24,9 @@ class LineReader {
 public:
     static constexpr std::size_t k_default_max_line = 64 * 1024;
 
-    /// Opens `path`; throws InputError when it is missing or unreadable.
-    explicit LineReader(const std::filesystem::path& path, std::size_t max_line = k_default_max_line);
+    /// Opens `path` and reads `range` of it, which should start at a line's start (line numbers count
+    /// from 1 there); throws InputError when it is missing or unreadable.
+    explicit LineReader(const std::filesystem::path& path, std::size_t max_line = k_default_max_line, ByteRange range = {});
     ~LineReader();
     LineReader(const LineReader&) = delete;
     LineReader& operator=(const LineReader&) = delete;
@@ -43,6 +52,7 @@ private:
     std::size_t m_begin = 0;
     std::size_t m_end = 0;
     bool m_eof = false;
+    std::uintmax_t m_unread;     // bytes of the range not yet read into the buffer
     std::string m_line;          // a line or '\r' piece that spans buffer refills (capped)
     bool m_at_line_start = true;  // the next piece starts a new physical line
     std::size_t m_line_number = 0;

@@ -3,6 +3,7 @@
 #include <attune/diagnose/run_metrics.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -26,12 +27,25 @@ struct HangCheck {
     std::optional<std::chrono::system_clock::time_point> now;
 };
 
+/// When parse_logs reads a file on two threads: a regular file of at least `min_bytes` is cut at a
+/// record line near `at` (a fraction of its size), the part after the cut is parsed on a second
+/// thread while this one parses the part before, and the two are merged. The result is exactly what
+/// one thread gives; where the merge could differ (see src/diagnose/split.hpp) the rest of the file
+/// is read again on this thread. Tests lower `min_bytes` and move `at` to cut small logs anywhere.
+struct SplitPolicy {
+    std::uintmax_t min_bytes = default_split_bytes();
+    double at = 0.5;
+
+    /// 64 MiB where the machine has a second core; never on one core.
+    static std::uintmax_t default_split_bytes();
+};
+
 /// Reads the logs of one trial (several files are read in order as one stream) into RunMetrics.
 /// `framework` forces a dialect; otherwise the dialect is detected from the content. Throws
 /// InputError for a missing file, an unknown `framework` (with a suggestion), or content in which
 /// no dialect and no failure sign is recognised. Never throws on malformed lines.
 RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework,
-                      const HangCheck& hang = {});
+                      const HangCheck& hang = {}, const SplitPolicy& split = {});
 
 /// Fills `metrics.steady` and `metrics.status` (`too-short`) from the steps: the first step and
 /// steps far from the median are warm-up or outliers and are discarded.

@@ -2,6 +2,8 @@
 // .expected.json states (numbers within 1%).
 #include <attune/diagnose/parse.hpp>
 
+#include "fixture_logs.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -14,27 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<fs::path> fixture_logs() {
-    std::vector<fs::path> logs;
-    for (const fs::path root : {fs::path(ATTUNE_SHARED_DIR) / "logs", fs::path(ATTUNE_FIXTURES) / "diagnose"}) {
-        if (!fs::is_directory(root)) {
-            continue;
-        }
-        for (const auto& entry : fs::recursive_directory_iterator(root)) {
-            if (entry.path().extension() == ".log" && fs::exists(fs::path(entry.path()).replace_extension(".expected.json"))) {
-                logs.push_back(entry.path());
-            }
-        }
-    }
-    std::sort(logs.begin(), logs.end());
-    return logs;
-}
-
-std::string test_name(const testing::TestParamInfo<fs::path>& info) {
-    std::string name = info.param.parent_path().filename().string() + "_" + info.param.stem().string();
-    std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-    return name;
-}
+using test::fixture_logs;
 
 void expect_close(const nlohmann::json& want, const std::optional<double>& got, const std::string& what) {
     if (want.is_null()) {
@@ -89,7 +71,7 @@ TEST_P(DiagnoseFixture, GivesTheExpectedStatusAndValues) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Diagnose, DiagnoseFixture, testing::ValuesIn(fixture_logs()), test_name);
+INSTANTIATE_TEST_SUITE_P(Diagnose, DiagnoseFixture, testing::ValuesIn(fixture_logs()), test::fixture_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DiagnoseFixture);
 
 TEST(DiagnoseFixtures, SharedCorpusIsPresent) {
