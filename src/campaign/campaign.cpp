@@ -155,24 +155,25 @@ private:
         propose(record, "confirm", policy::Proposal{best.view.lever, move, best.view.edits, rationale, answers}, /*absolute=*/true);
     }
 
+    static bool confirms_incumbent(const CampaignRecord& record, const TrialRecord& t) {
+        return t.view.kind == "confirm" && t.view.edits == record.best().view.edits;
+    }
+
     /// Confirm runs of the incumbent's configuration so far, whatever they measured.
     static int confirm_runs(const CampaignRecord& record) {
-        const auto& edits = record.best().view.edits;
-        return static_cast<int>(std::count_if(record.trials.begin(), record.trials.end(), [&](const TrialRecord& t) {
-            return t.view.kind == "confirm" && t.view.edits == edits;
-        }));
+        return static_cast<int>(std::count_if(record.trials.begin(), record.trials.end(),
+                                              [&](const TrialRecord& t) { return confirms_incumbent(record, t); }));
     }
 
     /// What a candidate is judged against: the mean speed of the incumbent's runs (its own and the
     /// confirm runs of its configuration that ran).
     static double reference_speed(const CampaignRecord& record) {
-        const TrialRecord& best = record.best();
         double sum = 0;
         int runs = 0;
         for (const auto& t : record.trials) {
             const auto& m = t.view.measured;
-            if ((t.view.n != best.view.n && !(t.view.kind == "confirm" && t.view.edits == best.view.edits)) || !m ||
-                m->status != "ok" || !m->tokens_per_s_per_gpu)
+            if ((t.view.n != record.incumbent && !confirms_incumbent(record, t)) || !m || m->status != "ok" ||
+                !m->tokens_per_s_per_gpu)
                 continue;
             sum += *m->tokens_per_s_per_gpu;
             ++runs;
@@ -512,8 +513,9 @@ private:
                     fmt::format("the repeat ran {:+.1f}% against the measured best (noise band {:.1f}%)", 100 * gain, 100 * min_gain),
                     gain};
         }
-        const double gain = *m.tokens_per_s_per_gpu / reference_speed(record) - 1;
-        if (trial.repeat_of >= 0) return judge_repeat(record, trial, best, gain, min_gain);
+        const double reference = reference_speed(record);
+        const double gain = *m.tokens_per_s_per_gpu / reference - 1;
+        if (trial.repeat_of >= 0) return judge_repeat(record, trial, best, reference, gain, min_gain);
         if (gain > min_gain)
             return {"accept", fmt::format("{:+.1f}% beyond the noise band of {:.1f}%", 100 * gain, 100 * min_gain), gain};
         const double freed = inc->peak_memory_gib.value_or(0) - m.peak_memory_gib.value_or(inc->peak_memory_gib.value_or(0));
@@ -532,9 +534,9 @@ private:
     }
 
     /// A further run of a candidate: the mean of its runs' gains against a band narrowed by sqrt(runs).
-    Judgement judge_repeat(const CampaignRecord& record, const TrialRecord& trial, const TrialRecord& best, double gain,
-                           double min_gain) const {
-        const auto gains = run_gains(record, trial.repeat_of, gain);
+    Judgement judge_repeat(const CampaignRecord& record, const TrialRecord& trial, const TrialRecord& best, double reference,
+                           double gain, double min_gain) const {
+        const auto gains = run_gains(record, trial.repeat_of, reference, gain);
         const double mean = std::accumulate(gains.begin(), gains.end(), 0.0) / double(gains.size());
         const double band = min_gain / std::sqrt(double(gains.size()));
         const std::string runs = gains.size() == 2 ? "two runs" : fmt::format("{} runs", gains.size());
@@ -552,11 +554,10 @@ private:
                 mean};
     }
 
-    /// The gains over the incumbent's reference speed of a candidate's earlier runs (its first trial and
-    /// the repeats of it that ran), then `latest`.
-    static std::vector<double> run_gains(const CampaignRecord& record, int first, double latest) {
+    /// The gains over `reference` (the incumbent's reference speed) of a candidate's earlier runs (its
+    /// first trial and the repeats of it that ran), then `latest`.
+    static std::vector<double> run_gains(const CampaignRecord& record, int first, double reference, double latest) {
         std::vector<double> gains;
-        const double reference = reference_speed(record);
         for (const auto& t : record.trials) {
             if (t.view.n != first && t.repeat_of != first) continue;
             const auto& m = t.view.measured;
