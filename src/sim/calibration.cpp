@@ -203,8 +203,11 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     // PyTorch-native stacks lack Transformer Engine's fused kernels unless the row says it ran them
     // (Automodel's "kernels=TE + ..." column).
     l.fusions = megatron || contains(c.get(r, "notes"), "kernels=te");
-    l.tp_comm_overlap = megatron || contains(precision, "asynctp");
     const std::string notes = c.get(r, "notes");
+    // torchtitan's rows say async TP (which overlaps its collectives with the GEMMs) in either column.
+    l.tp_comm_overlap = megatron || contains(precision, "asynctp") || contains(notes, "async tp");
+    l.fp8_rowwise = contains(precision, "rowwise");
+    l.fp8_param_gather = contains(precision, "fp8 all-gather");
     l.cuda_graphs = contains(notes, "cuda_graph");
     l.dispatcher = contains(notes, "hybridep") || contains(notes, "deepep") || contains(notes, "flex") ? Dispatcher::flex
                                                                                                        : Dispatcher::alltoall;

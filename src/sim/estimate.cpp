@@ -101,12 +101,14 @@ double active_gemm_params(const ModelShape& m) {
            m.mtp_layers * (m.experts > 0 ? 0.0 : dense_mlp_params(m)) + double(m.hidden) * m.vocab * (1 + m.mtp_layers);
 }
 
+bool fp8_gemms(const Layout& l) { return l.precision == Precision::fp8 && !l.fp8_rowwise; }
+
 // GEMM efficiency against the dense peak: grows with the per-GPU matrix width and the tokens
 // per micro-batch, saturating near what cuBLAS reaches on large Megatron GEMMs.
 double gemm_efficiency(double width, double tokens, const Layout& l, const Hardware& hw) {
     // Without Transformer Engine's fused cast/amax kernels, FP8 scaling runs as separate passes.
     const double fp8_peak = l.fusions ? 0.62 : 0.42;
-    const double peak = l.precision == Precision::fp8 ? fp8_peak : 0.80;
+    const double peak = fp8_gemms(l) ? fp8_peak : 0.80;
     const double width_factor = width / (width + 700.0);
     const double token_factor = tokens / (tokens + 600.0);
     // B200's higher peak is harder to feed from the same HBM: small GEMMs lose more.
@@ -255,6 +257,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
                                m.mamba_layers * mamba_scan_flops(m)) * tokens_step_gpu;
     const double peak = (l.precision == Precision::fp8 ? hw.fp8_tflops : hw.bf16_tflops) * 1e12;
     // Attention, shared, dense and output GEMMs run at the hidden width.
+    const double gemm_peak = (fp8_gemms(l) ? hw.fp8_tflops : hw.bf16_tflops) * 1e12;
     const double dense_eff = gemm_efficiency(double(m.hidden) / l.tp, tokens_mb, l, hw);
     double gemm_eff = dense_eff;
     if (m.experts > 0) {
@@ -268,7 +271,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
         gemm_eff = 1.0 / ((1.0 - routed) / dense_eff + routed / expert_eff);
     }
     const double attn_eff = (l.flash_attention ? hw.flash_attention_efficiency : 0.25) * (tokens_mb / (tokens_mb + 1024.0));
-    double compute = gemm_flops / (peak * gemm_eff) + attn_flops / (hw.bf16_tflops * 1e12 * attn_eff);
+    double compute = gemm_flops / (gemm_peak * gemm_eff) + attn_flops / (hw.bf16_tflops * 1e12 * attn_eff);
     // Element-wise work (norms, activations, residuals, MoE permutation) is bound by HBM bandwidth.
     // MoE permutation traffic only in the MoE layers.
     const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.layers + 3.0 * m.topk * moe_layers(m));
@@ -332,7 +335,8 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     const double frozen = l.lora ? 0.0 : 1.0;
     const double grad_width = l.grad_reduce == GradReduce::bf16 ? 2.0 : 4.0;
     const double grad_bytes = frozen * (l.sharding == Sharding::none ? 2.0 * grad_width : grad_width);
-    const double gather_bytes = l.sharding == Sharding::fsdp ? 2.0 * 2.0 : (l.sharding == Sharding::none ? 0.0 : 2.0 * frozen);
+    const double param_width = l.fp8_param_gather ? 1.0 : 2.0;
+    const double gather_bytes = l.sharding == Sharding::fsdp ? 2.0 * param_width : (l.sharding == Sharding::none ? 0.0 : param_width * frozen);
     dp_raw += ring_time(dense_params * (grad_bytes + gather_bytes), dense_dp, dp_link.gbps, dp_link.efficiency);
     dp_raw += ring_time(expert_local * (grad_bytes + gather_bytes), expert_dp, hw.network_gbps, 0.8);
     const double hideable = (l.overlap_grad_reduce ? 0.45 : 0.0) + (l.overlap_param_gather ? 0.25 : 0.0);

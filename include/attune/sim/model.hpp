@@ -91,6 +91,11 @@ struct Layout {
     bool fusions = true, flash_attention = true, cuda_graphs = false, moe_grouped_gemm = true;
     Dispatcher dispatcher = Dispatcher::alltoall;
     Precision precision = Precision::bf16;
+    /// FP8 with a scale per row (torchao's rowwise recipe, a CUTLASS kernel): more accurate than one
+    /// scale per tensor, and its GEMMs run no faster than BF16's.
+    bool fp8_rowwise = false;
+    /// Sharded parameters are gathered in FP8, one byte each (torchao's FP8 all-gather for FSDP2).
+    bool fp8_param_gather = false;
 };
 
 /// Memory per GPU on the most loaded pipeline stage, GiB.

@@ -105,6 +105,30 @@ TEST(SimEstimate, Bf16GradientReductionMovesTwoThirdsOfTheFp32Bytes) {
     EXPECT_NEAR(bf16 - 10e-6, (fp32 - 10e-6) * 4.0 / 6.0, 1e-9);
 }
 
+TEST(SimEstimate, Fp8ParameterGatherHalvesTheFsdpGatherBytes) {
+    // FSDP: reduce-scatter fp32 gradients (4 bytes) and gather the parameters twice (2 bytes each, or 1 in FP8).
+    Layout l = llama70b_layout();
+    l.sharding = Sharding::fsdp, l.overlap_grad_reduce = false, l.overlap_param_gather = false;
+    l.precision = Precision::fp8;
+    const auto shape = model("llama3_70b", 4096);
+    const double bf16_gather = estimate(h100(), shape, l).breakdown_s.dp_comm;
+    l.fp8_param_gather = true;
+    const double fp8_gather = estimate(h100(), shape, l).breakdown_s.dp_comm;
+    EXPECT_NEAR(fp8_gather - 10e-6, (bf16_gather - 10e-6) * 6.0 / 8.0, 1e-9);
+}
+
+TEST(SimEstimate, RowwiseFp8GemmsRunAtTheBf16Rate) {
+    // torchtitan's own 70B pair (published.csv lines 138 and 140): rowwise float8 599.6 tokens/s against BF16's 597.3.
+    Layout l = llama70b_layout();
+    const auto shape = model("llama3_70b", 8192);
+    const double bf16 = estimate(h100(), shape, l).breakdown_s.compute;
+    l.precision = Precision::fp8, l.fp8_rowwise = true;
+    const auto rowwise = estimate(h100(), shape, l);
+    EXPECT_DOUBLE_EQ(rowwise.breakdown_s.compute, bf16);
+    l.fp8_rowwise = false;
+    EXPECT_LT(estimate(h100(), shape, l).breakdown_s.compute, bf16);
+}
+
 TEST(SimEstimate, FlopsPerTokenMatchesTheMegatronFormulaForLlama3_8b) {
     // models.csv: 51.47 GFLOP/token at seq 8192 (causal Megatron-Core formula).
     EXPECT_NEAR(flops_per_token(model("llama3_8b", 8192)) / 1e9, 51.47, 0.3);
@@ -184,8 +208,8 @@ TEST(SimCalibration, PrintsTheTableAndHoldsTodaysAccuracy) {
     const auto summary = calibration();
     std::cout << format_calibration(summary);
     EXPECT_EQ(summary.rows.size(), 146u);
-    EXPECT_GE(summary.within_20, 0.77);
-    EXPECT_LT(summary.median_abs_error, 0.115);
+    EXPECT_GE(summary.within_20, 0.78);
+    EXPECT_LT(summary.median_abs_error, 0.11);
 }
 
 // Issue 3's acceptance target: 80 % of rows within ±20 %, median |error| < 12 %. The median is met, the 80 % not yet.
