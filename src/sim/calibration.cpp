@@ -61,7 +61,8 @@ std::optional<ModelShape> model_from_name(const std::string& name) {
         {"gpt3-5b", "gpt3_5b"},           {"gpt3-20b", "gpt3_20b"},       {"nemotron-8b", "nemotron_8b"},
         {"nemotron-22b", "nemotron_22b"},
         {"nemotron-15b", "nemotron_15b"}, {"nemotron_3_nano", "nemotron3_nano_30b_a3b"},
-        {"nemotron v3 nano", "nemotron3_nano_30b_a3b"}, {"nemotron-340b", "nemotron_340b"}};
+        {"nemotron v3 nano", "nemotron3_nano_30b_a3b"}, {"nemotron_3_super", "nemotron3_super_120b_a12b"},
+        {"nemotron v3 super", "nemotron3_super_120b_a12b"}, {"nemotron-340b", "nemotron_340b"}};
     const std::string lowered = util::to_lower(name);
     for (const auto& [prefix, key] : aliases) {
         if (lowered.starts_with(prefix)) return find_model(key);

@@ -63,6 +63,18 @@ ModelShape nemotron3_nano() {
     return m;
 }
 
+// Nemotron 3 Super 120B-A12B (Megatron-Bridge src/megatron/bridge/models/nemotronh/nemotron_h_provider.py,
+// Nemotron3SuperProvider): 88 blocks, pattern MEMEMEM*EMEMEMEM*..., 40 Mamba-2 (128 heads of 64, state
+// 128, 8 groups), 40 LatentMoE (512 experts, top-22, width 2688 in a 1024-wide latent, one shared expert
+// of 5376, squared ReLU), 8 GQA attention (32 heads, 2 groups, 128 wide); hidden 4096; two MTP layers of
+// one attention and one MoE block each; 131072 vocabulary, untied embeddings.
+ModelShape nemotron3_super() {
+    ModelShape m = moe(dense(88, 4096, 0, 32, 2, 131072, false), 512, 22, 2688, 5376, 88 - 40);
+    m.head_dim = 128, m.attention_layers = 8, m.mamba_layers = 40, m.moe_latent = 1024, m.mtp_layers = 2;
+    m.mamba_heads = 128, m.mamba_head_dim = 64, m.mamba_state = 128, m.mamba_groups = 8;
+    return m;
+}
+
 ModelShape deepseek_like(int heads, int experts, int vocab, int dense_layers, int mtp) {
     ModelShape m = moe(dense(61, 7168, 18432, heads, heads, vocab), experts, 8, 2048, 2048, dense_layers);
     m.mla = true, m.q_lora_rank = 1536, m.kv_lora_rank = 512, m.qk_nope_dim = 128, m.qk_rope_dim = 64;
@@ -70,8 +82,8 @@ ModelShape deepseek_like(int heads, int experts, int vocab, int dense_layers, in
     return m;
 }
 
-const std::array<NamedModel, 29>& models() {
-    static const std::array<NamedModel, 29> table{{
+const std::array<NamedModel, 30>& models() {
+    static const std::array<NamedModel, 30> table{{
         {"llama3_8b", "meta-llama/Meta-Llama-3-8B", dense(32, 4096, 14336, 32, 8, 128256)},
         {"llama3.1_8b", "meta-llama/Llama-3.1-8B", dense(32, 4096, 14336, 32, 8, 128256)},
         {"llama3_70b", "meta-llama/Meta-Llama-3-70B", dense(80, 8192, 28672, 64, 8, 128256)},
@@ -115,6 +127,7 @@ const std::array<NamedModel, 29>& models() {
         // 256k vocabulary, squared-ReLU MLP of 4h).
         {"nemotron_15b", "nvidia/Nemotron-4-15B", dense(32, 6144, 24576, 48, 8, 256000, false)},
         {"nemotron3_nano_30b_a3b", "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", nemotron3_nano()},
+        {"nemotron3_super_120b_a12b", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", nemotron3_super()},
         {"nemotron_340b", "nvidia/Nemotron-4-340B-Base", dense(96, 18432, 73728, 96, 8, 256000, false)},
     }};
     return table;

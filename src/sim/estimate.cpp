@@ -16,6 +16,9 @@ int moe_layers(const ModelShape& m) { return m.experts > 0 ? m.layers - m.dense_
 int dense_mlp_layers(const ModelShape& m) { return m.layers - moe_layers(m); }
 double mlp_matrices(const ModelShape& m) { return m.gated_mlp ? 3.0 : 2.0; }
 int attention_layers(const ModelShape& m) { return m.attention_layers > 0 ? m.attention_layers : m.layers; }
+// The width a routed token has inside the experts and on the wire: LatentMoE (Nemotron 3 Super)
+// projects it down once per MoE layer before dispatch and back up after the combine.
+double expert_width(const ModelShape& m) { return m.moe_latent > 0 ? m.moe_latent : m.hidden; }
 
 // A Mamba-2 mixer's projections: in_proj to x, z (d_inner each), B, C (groups·state each) and the
 // per-head dt; out_proj back to hidden.
@@ -63,7 +66,7 @@ double lora_traffic_bytes(const ModelShape& m, LoraTargets targets) {
     if (targets == LoraTargets::attention_qkv) return (attention_layers(m) + m.mtp_layers) * adapted(h, qkv);
     double bytes = (attention_layers(m) + m.mtp_layers) * adapted(h + q, qkv + h);
     bytes += dense_mlp_layers(m) * adapted(h + m.ffn, up * m.ffn + h);
-    bytes += moe_layers(m) * (m.topk * adapted(h + m.moe_ffn, up * m.moe_ffn + h) +
+    bytes += moe_layers(m) * (m.topk * adapted(expert_width(m) + m.moe_ffn, up * m.moe_ffn + expert_width(m)) +
                               (m.shared_ffn > 0 ? adapted(h + m.shared_ffn, up * m.shared_ffn + h) : 0.0));
     const double inner = double(m.mamba_heads) * m.mamba_head_dim;
     bytes += m.mamba_layers * adapted(h + inner, 2.0 * inner + 2.0 * m.mamba_groups * m.mamba_state + m.mamba_heads + h);
@@ -90,14 +93,17 @@ double core_attention_flops_per_seq(const ModelShape& m) {
 }
 
 double dense_mlp_params(const ModelShape& m) { return mlp_matrices(m) * m.hidden * double(m.ffn); }
-double expert_params(const ModelShape& m) { return mlp_matrices(m) * m.hidden * double(m.moe_ffn); }
-double shared_params(const ModelShape& m) { return mlp_matrices(m) * m.hidden * double(m.shared_ffn); }
+double expert_params(const ModelShape& m) { return mlp_matrices(m) * expert_width(m) * double(m.moe_ffn); }
+// The parameters of a MoE block that every token goes through: the shared experts and the latent projections.
+double moe_block_dense_params(const ModelShape& m) {
+    return mlp_matrices(m) * m.hidden * double(m.shared_ffn) + 2.0 * m.hidden * m.moe_latent;
+}
 
 // Parameters each token multiplies through (GEMM work), without embeddings.
 double active_gemm_params(const ModelShape& m) {
     return (attention_layers(m) + m.mtp_layers) * attention_params(m) + m.mamba_layers * mamba_params(m) +
            dense_mlp_layers(m) * dense_mlp_params(m) +
-           (moe_layers(m) + m.mtp_layers * (m.experts > 0)) * (m.topk * expert_params(m) + shared_params(m)) +
+           (moe_layers(m) + m.mtp_layers * (m.experts > 0)) * (m.topk * expert_params(m) + moe_block_dense_params(m)) +
            m.mtp_layers * (m.experts > 0 ? 0.0 : dense_mlp_params(m)) + double(m.hidden) * m.vocab * (1 + m.mtp_layers);
 }
 
@@ -135,7 +141,7 @@ Link link_for(const Hardware& hw, const Layout& l, int size, int stride) {
 
 double params_per_gpu_dense(const ModelShape& m, const Layout& l) {
     const double per_layer = (attention_layers(m) * attention_params(m) + m.mamba_layers * mamba_params(m)) / m.layers +
-                             (m.experts > 0 ? shared_params(m) * moe_layers(m) / m.layers : dense_mlp_params(m));
+                             (m.experts > 0 ? moe_block_dense_params(m) * moe_layers(m) / m.layers : dense_mlp_params(m));
     const double layers = double(m.layers) / l.pp;
     const double embed = double(m.hidden) * m.vocab * (l.pp == 1 ? 2.0 : 1.0);
     return (per_layer * layers + m.dense_layers * (m.experts > 0) * dense_mlp_params(m) / l.pp + embed) / l.tp;
@@ -151,7 +157,7 @@ double activation_bytes_per_layer(const ModelShape& m, const Layout& l, double s
     const double sbh = seq * l.mbs * m.hidden;
     const double kv_ratio = m.mla ? 1.0 : double(m.kv_heads) / std::max(1, m.heads);
     const double ffn = m.experts > 0 ? double(m.moe_ffn) * m.topk + m.shared_ffn : m.ffn;
-    const double mlp = (m.gated_mlp ? 6.0 : 4.0) * ffn / m.hidden + (m.experts > 0 ? 4.0 * m.topk : 0.0);
+    const double mlp = (m.gated_mlp ? 6.0 : 4.0) * ffn / m.hidden + (m.experts > 0 ? 4.0 * m.topk * expert_width(m) / m.hidden : 0.0);
     const double attention = 7.0 + 4.0 * kv_ratio;
     const double replicated = l.sequence_parallel ? 0.0 : 10.0;
     double bytes = sbh * (replicated + (attention + 7.0 + mlp) / l.tp);
@@ -227,7 +233,7 @@ const char* check(const ModelShape& m, const Layout& l, int world, int dp) {
 double total_params(const ModelShape& m) {
     return attention_layers(m) * attention_params(m) + m.mamba_layers * mamba_params(m) +
            dense_mlp_layers(m) * dense_mlp_params(m) +
-           moe_layers(m) * (m.experts * expert_params(m) + shared_params(m)) + 2.0 * m.hidden * m.vocab;
+           moe_layers(m) * (m.experts * expert_params(m) + moe_block_dense_params(m)) + 2.0 * m.hidden * m.vocab;
 }
 
 double flops_per_token(const ModelShape& m) {
@@ -274,7 +280,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     double compute = gemm_flops / (gemm_peak * gemm_eff) + attn_flops / (hw.bf16_tflops * 1e12 * attn_eff);
     // Element-wise work (norms, activations, residuals, MoE permutation) is bound by HBM bandwidth.
     // MoE permutation traffic only in the MoE layers.
-    const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * m.hidden * (m.layers + 3.0 * m.topk * moe_layers(m));
+    const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * (m.hidden * m.layers + 3.0 * m.topk * moe_layers(m) * expert_width(m));
     compute += tokens_step_gpu * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
     // The Mamba mixers' conv, scan and gated-norm kernels, split over tp like the mixer's heads.
     compute += tokens_step_gpu * m.mamba_layers * mamba_traffic_bytes(m) / l.tp / (hw.hbm_tbps * 1e12);
@@ -307,7 +313,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     double ep_comm = 0;
     if (m.experts > 0 && l.ep > 1) {
         const double dispatcher = l.dispatcher == Dispatcher::flex ? 1.4 : (l.dispatcher == Dispatcher::allgather ? 0.6 : 1.0);
-        const double bytes = tokens_mb / (l.sequence_parallel ? l.tp : 1) * m.topk * m.hidden * (l.precision == Precision::fp8 ? 1.5 : 2.0);
+        const double bytes = tokens_mb / (l.sequence_parallel ? l.tp : 1) * m.topk * expert_width(m) * (l.precision == Precision::fp8 ? 1.5 : 2.0);
         // An all-to-all sends each peer its share: a group spread over nodes sends only the shares of the
         // peers in other nodes over the network (each GPU's own NIC), the rest over NVLink at once.
         const int local = std::clamp(l.gpus_per_node / std::max(1, l.tp), 1, l.ep);

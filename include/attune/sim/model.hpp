@@ -41,6 +41,7 @@ struct ModelShape {
     int topk = 0;
     int moe_ffn = 0;
     int shared_ffn = 0;             ///< total width of the shared experts
+    int moe_latent = 0;             ///< LatentMoE: routed experts work in this width, projected from and back to hidden (0: none)
     int dense_layers = 0;           ///< leading dense layers of a MoE model (moe layer frequency)
     int mtp_layers = 0;
     bool mla = false;
