@@ -243,6 +243,18 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     row.layout = chosen.layout;
     row.estimate = e;
     row.error = row.modelled ? e.tokens_per_s_per_gpu / row.published_tokens - 1.0 : 0.0;
+    if (row.published_mem_gib > 0) row.mem_error = e.memory_gib.total / row.published_mem_gib - 1.0;
+}
+
+Accuracy accuracy_of(std::vector<double> abs_errors) {
+    Accuracy a;
+    a.rows = abs_errors.size();
+    if (abs_errors.empty()) return a;
+    const auto within = std::count_if(abs_errors.begin(), abs_errors.end(), [](double e) { return e <= 0.2; });
+    a.within_20 = double(within) / double(abs_errors.size());
+    std::sort(abs_errors.begin(), abs_errors.end());
+    a.median_abs_error = abs_errors[abs_errors.size() / 2];
+    return a;
 }
 
 }  // namespace
@@ -253,7 +265,7 @@ CalibrationSummary run_calibration(const std::filesystem::path& published_csv) {
     Columns columns;
     for (std::size_t i = 0; i < records[0].size(); ++i) columns.index[records[0][i]] = i;
     CalibrationSummary summary;
-    std::vector<double> errors;
+    std::vector<double> errors, mem_errors;
     int line = 1;
     for (std::size_t i = 1; i < records.size(); ++i) {
         CalibrationRow row;
@@ -263,23 +275,24 @@ CalibrationSummary run_calibration(const std::filesystem::path& published_csv) {
                                 columns.get(r, "gpu"), columns.get(r, "precision").substr(0, 12), columns.get(r, "seq_len"));
         build_row(columns, r, row);
         errors.push_back(row.modelled ? std::abs(row.error) : 1.0);
+        if (row.published_mem_gib > 0) mem_errors.push_back(row.modelled ? std::abs(row.mem_error) : 1.0);
         summary.rows.push_back(std::move(row));
     }
-    const auto within = std::count_if(errors.begin(), errors.end(), [](double e) { return e <= 0.2; });
-    summary.within_20 = errors.empty() ? 0.0 : double(within) / double(errors.size());
-    std::sort(errors.begin(), errors.end());
-    summary.median_abs_error = errors.empty() ? 0.0 : errors[errors.size() / 2];
+    const Accuracy speed = accuracy_of(std::move(errors));
+    summary.within_20 = speed.within_20, summary.median_abs_error = speed.median_abs_error;
+    summary.memory = accuracy_of(std::move(mem_errors));
     return summary;
 }
 
 std::string format_calibration(const CalibrationSummary& summary) {
-    std::string out = fmt::format("{:>5}  {:<64} {:>10} {:>10} {:>8}  {:>14}\n", "line", "row", "published", "estimated",
+    std::string out = fmt::format("{:>5}  {:<64} {:>10} {:>10} {:>8}  {:>20}\n", "line", "row", "published", "estimated",
                                   "error", "mem pub/est");
     for (const auto& row : summary.rows) {
-        const std::string mem = row.published_mem_gib > 0
-                                    ? fmt::format("{:.1f}/{:.1f}", row.published_mem_gib, row.estimate.memory_gib.total) : "";
+        const std::string mem = row.published_mem_gib > 0 ? fmt::format("{:.1f}/{:.1f} {:+.0f}%", row.published_mem_gib,
+                                                                         row.estimate.memory_gib.total, 100 * row.mem_error)
+                                                          : "";
         if (row.modelled) {
-            out += fmt::format("{:>5}  {:<64.64} {:>10.1f} {:>10.1f} {:>+7.1f}%  {:>14}\n", row.line, row.label,
+            out += fmt::format("{:>5}  {:<64.64} {:>10.1f} {:>10.1f} {:>+7.1f}%  {:>20}\n", row.line, row.label,
                                row.published_tokens, row.estimate.tokens_per_s_per_gpu, 100 * row.error, mem);
         } else {
             out += fmt::format("{:>5}  {:<64.64} {:>10.1f} {:>10} {:>8}  ({})\n", row.line, row.label,
@@ -288,6 +301,8 @@ std::string format_calibration(const CalibrationSummary& summary) {
     }
     out += fmt::format("rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}%\n", summary.rows.size(),
                        100 * summary.within_20, 100 * summary.median_abs_error);
+    out += fmt::format("peak memory: rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}%\n", summary.memory.rows,
+                       100 * summary.memory.within_20, 100 * summary.memory.median_abs_error);
     return out;
 }
 
@@ -304,7 +319,9 @@ std::string explain_calibration_row(const CalibrationRow& row) {
     out += fmt::format("  step {:.4f} s: compute {:.4f}, tp comm {:.4f}, pp bubble {:.4f}, dp comm {:.4f}, cp comm {:.4f}, "
                        "ep comm {:.4f}, overhead {:.4f}\n", e.step_time_s, b.compute, b.tp_comm, b.pp_bubble, b.dp_comm,
                        b.cp_comm, b.ep_comm, b.overhead);
-    out += fmt::format("  memory {:.1f} of {:.1f} GiB{}\n", e.memory_gib.total, e.memory_gib.capacity, e.fits ? "" : " (does not fit)");
+    const Memory& m = e.memory_gib;
+    out += fmt::format("  memory {:.1f} of {:.1f} GiB{}: params {:.1f}, grads {:.1f}, optimizer {:.1f}, activations {:.1f}, other {:.1f}\n",
+                       m.total, m.capacity, e.fits ? "" : " (does not fit)", m.params, m.grads, m.optimizer, m.activations, m.other);
     return out;
 }
 

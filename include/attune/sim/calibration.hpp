@@ -18,15 +18,24 @@ struct CalibrationRow {
     double published_tokens = 0;    ///< tokens/s/GPU (derived from TFLOP/s with the source's convention when absent)
     double error = 0;               ///< estimated tokens/s/GPU / published − 1
     double published_mem_gib = 0;   ///< peak memory when the source gives one, else 0
+    double mem_error = 0;           ///< estimated memory / published peak − 1, where a peak is published
     Layout layout;                  ///< what the row was estimated as (after any layout search)
     Estimate estimate;
 };
 
-/// Summary over all rows: the share within ±20 % and the median absolute error (misses count as 100 %).
+/// Share within ±20 % and median absolute error over a set of rows (misses count as 100 %).
+struct Accuracy {
+    std::size_t rows = 0;
+    double within_20 = 0;
+    double median_abs_error = 0;
+};
+
+/// Summary over all rows (tokens/s/GPU), and over the rows that publish a peak memory (GiB per GPU).
 struct CalibrationSummary {
     std::vector<CalibrationRow> rows;
     double within_20 = 0;
     double median_abs_error = 0;
+    Accuracy memory;
 };
 
 /// Reads published.csv, builds each row's ModelShape and Layout, estimates it. Throws InputError on a malformed file.

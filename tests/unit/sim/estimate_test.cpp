@@ -231,6 +231,7 @@ TEST(SimCalibration, PrintsTheTableAndMeetsTheIssueTarget) {
     EXPECT_EQ(summary.rows.size(), 146u);
     EXPECT_GE(summary.within_20, 0.80);
     EXPECT_LT(summary.median_abs_error, 0.12);
+    EXPECT_EQ(summary.memory.rows, 11u);   // the torchtitan rows that publish a peak, reported beside the speed
 }
 
 }  // namespace
