@@ -490,7 +490,7 @@ std::vector<double> ConfigSpace::features(const Point& point) const {
 
 std::string ConfigSpace::describe(const Point& point) const {
     std::string out;
-    constexpr const char* k_recompute[] = {"none", "selective", "full"};
+    constexpr const char* k_recompute[] = {"none", "selective", "full", "per-op"};   // sim::Recompute's order
     for (std::size_t i = 0; i < m_dims.size(); ++i) {
         const int v = m_dims[i].options[point[i]];
         const Field f = m_dims[i].field;

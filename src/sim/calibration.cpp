@@ -193,7 +193,8 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     l.grad_reduce = grad_reduce(framework);
     if (contains(recompute, "full") || automodel_lora_checkpoints(framework, recompute, l))
         l.recompute = Recompute::full;
-    else if (contains(recompute, "selective") || contains(recompute, "sac")) l.recompute = Recompute::selective;
+    else if (contains(recompute, "selective") || contains(recompute, "sac"))
+        l.recompute = contains(framework, "torchtitan") ? Recompute::saved_ops : Recompute::selective;
     // Megatron's block method recomputes only `recompute_num_layers` layers per stage ("layers=N").
     static const std::regex recompute_layers{R"(method=block,\s*layers=(\d+))"};
     std::smatch layers_match;

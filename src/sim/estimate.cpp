@@ -198,7 +198,12 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
     double full_layers = 0;
     if (l.recompute == Recompute::full) full_layers = l.recompute_layers > 0 ? std::min<double>(l.recompute_layers, layers) : layers;
     const double input_only = 2.0 * seq * l.mbs * m.hidden / (l.sequence_parallel ? l.tp : 1);
-    const double stage = (layers - full_layers) * per_layer + full_layers * input_only;
+    // Per-op SAC keeps per token: the layer input, the attention output and the outputs of every other
+    // matmul of wq, wk, wv, wo, w1, w3, w2 (wq, wv, w1, w2), in bf16, sharded by tp (sequence parallel).
+    const double kept_per_layer = l.recompute == Recompute::saved_ops
+                                      ? 2.0 * seq * l.mbs * (4.0 * m.hidden + double(m.kv_heads) * head_dim(m) + m.ffn) / l.tp
+                                      : per_layer;
+    const double stage = (layers - full_layers) * kept_per_layer + full_layers * input_only;
     double in_flight = std::min(l.pp, microbatches);
     if (l.vpp > 1) in_flight = l.pp * (1.0 + double(l.pp - 1) / (l.pp * l.vpp));
     double activations = stage * in_flight;
@@ -288,6 +293,12 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     if (l.recompute == Recompute::full) {
         const double share = l.recompute_layers > 0 ? std::min(1.0, double(l.recompute_layers) * l.pp / m.layers) : 1.0;
         compute *= 1.0 + share * (l.lora ? 0.5 : 1.0 / 3.0);   // forward replayed: 2N of 6N, or of 4N under LoRA
+    } else if (l.recompute == Recompute::saved_ops) {
+        // Replayed: the forward of the unsaved matmuls (wk, wo, w3) and the element-wise work; SDPA is kept.
+        const double kv = double(m.kv_heads) * head_dim(m);
+        const double replayed = m.hidden * (kv + m.hidden + double(m.ffn)) / (attention_params(m) + dense_mlp_params(m));
+        compute += replayed * (gemm_flops / 3.0) / (gemm_peak * gemm_eff) +
+                   tokens_step_gpu * elementwise_bytes / 2.0 * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
     } else if (l.recompute == Recompute::selective) {
         compute += attn_flops / (hw.bf16_tflops * 1e12 * attn_eff) / 3.0;
     }

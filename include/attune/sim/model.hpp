@@ -63,7 +63,10 @@ std::optional<ModelShape> find_model(std::string_view name);
 /// Throws InputError naming the file and the field when it cannot be read.
 ModelShape model_from_config(const std::filesystem::path& config_json);
 
-enum class Recompute { none, selective, full };
+/// selective: Megatron's (core attention recomputed); saved_ops: PyTorch's per-op selective checkpointing as
+/// torchtitan applies it (`selective_ac_option = "op"`): each layer keeps its input, the attention output and
+/// every other matmul's output, and recomputes the rest.
+enum class Recompute { none, selective, full, saved_ops };
 enum class Precision { bf16, fp8 };
 enum class Dispatcher { alltoall, allgather, flex };   ///< flex: DeepEP / HybridEP
 enum class Sharding { none, distributed_optimizer, fsdp };

@@ -167,6 +167,21 @@ TEST(SimEstimate, MoreRecomputeNeverUsesMoreMemory) {
     EXPECT_LT(full, selective);
 }
 
+TEST(SimEstimate, PerOpCheckpointingKeepsMoreThanFullRecomputeAndReplaysLess) {
+    // torchtitan's per-op SAC keeps the input, the attention output and wq, wv, w1, w2's outputs of each layer.
+    Layout l = llama70b_layout();
+    const auto shape = model("llama3_70b", 8192);
+    const auto none = estimate(h100(), shape, l);
+    l.recompute = Recompute::saved_ops;
+    const auto saved_ops = estimate(h100(), shape, l);
+    l.recompute = Recompute::full;
+    const auto full = estimate(h100(), shape, l);
+    EXPECT_LT(saved_ops.memory_gib.activations, none.memory_gib.activations);
+    EXPECT_GT(saved_ops.memory_gib.activations, full.memory_gib.activations);
+    EXPECT_GT(saved_ops.breakdown_s.compute, none.breakdown_s.compute);
+    EXPECT_LT(saved_ops.breakdown_s.compute, full.breakdown_s.compute);
+}
+
 TEST(SimEstimate, TensorParallelAcrossNodesIsSlowerThanInsideANode) {
     const auto shape = model("llama3_70b", 4096);
     Layout inside = llama70b_layout();
