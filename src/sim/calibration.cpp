@@ -183,7 +183,9 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
         l.sharding = Sharding::fsdp;
         static const std::regex shard{R"((\d+)-way|dp_shard=(\d+))"};
         std::smatch match;
-        if (std::regex_search(sharding, match, shard)) l.fsdp_shard = std::stoi(match[1].matched ? match[1] : match[2]);
+        // The published degree is the data-parallel shard; torchtitan's FSDP2 mesh (dp_shard_cp) also spans
+        // the context-parallel ranks.
+        if (std::regex_search(sharding, match, shard)) l.fsdp_shard = std::stoi(match[1].matched ? match[1] : match[2]) * l.cp;
     }
     const std::string recompute = c.get(r, "recompute");
     const std::string framework = c.get(r, "framework");
@@ -205,6 +207,7 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     // PyTorch-native stacks lack Transformer Engine's fused kernels unless the row says it ran them
     // (Automodel's "kernels=TE + ..." column).
     l.fusions = megatron || contains(c.get(r, "notes"), "kernels=te");
+    l.inplace_cross_entropy = megatron;
     const std::string notes = c.get(r, "notes");
     // torchtitan's rows say async TP (which overlaps its collectives with the GEMMs) in either column.
     l.tp_comm_overlap = megatron || contains(precision, "asynctp") || contains(notes, "async tp");

@@ -209,7 +209,10 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
     double activations = stage * in_flight;
     if (full_layers > 0) activations += per_layer;   // one layer's working set while recomputing
     if (l.offload_activations) activations *= 0.35;
-    const double logits = l.pp == 1 ? 6.0 * seq * l.mbs * m.vocab / l.tp : 0.0;
+    // Bytes per logit at the loss's peak: the bf16 logits and Megatron's in-place fp32 softmax (6), or the bf16
+    // logits, their fp32 copy and F.cross_entropy's saved fp32 log-softmax (10).
+    const double loss_bytes = l.inplace_cross_entropy ? 6.0 : 10.0;
+    const double logits = l.pp == 1 ? loss_bytes * seq * l.mbs * m.vocab / l.tp : 0.0;
     mem.activations = activations + logits;
     // CUDA context, NCCL and cuBLAS workspaces, DP buckets; the allocator fragments about 8 %.
     const double workspace = 2.5 * k_gib + 0.08 * (mem.activations + mem.params);

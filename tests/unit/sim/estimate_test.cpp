@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 
 namespace attune::sim {
@@ -182,6 +183,18 @@ TEST(SimEstimate, PerOpCheckpointingKeepsMoreThanFullRecomputeAndReplaysLess) {
     EXPECT_LT(saved_ops.breakdown_s.compute, full.breakdown_s.compute);
 }
 
+TEST(SimEstimate, CrossEntropyOnAnFp32CopyKeepsFourMoreBytesALogit) {
+    // Megatron's vocab-parallel loss softmaxes one fp32 copy in place; F.cross_entropy on `logits.float()`
+    // also keeps its fp32 log-softmax.
+    Layout l;
+    l.gbs = 8, l.mbs = 1;
+    const auto shape = model("llama3_8b", 8192);
+    const double inplace = estimate(h100(), shape, l).memory_gib.activations;
+    l.inplace_cross_entropy = false;
+    const double upcast = estimate(h100(), shape, l).memory_gib.activations;
+    EXPECT_NEAR((upcast - inplace) * 1024.0 * 1024 * 1024, 4.0 * 8192 * shape.vocab, 1e3);
+}
+
 TEST(SimEstimate, TensorParallelAcrossNodesIsSlowerThanInsideANode) {
     const auto shape = model("llama3_70b", 4096);
     Layout inside = llama70b_layout();
@@ -247,6 +260,15 @@ TEST(SimCalibration, PrintsTheTableAndMeetsTheIssueTarget) {
     EXPECT_GE(summary.within_20, 0.80);
     EXPECT_LT(summary.median_abs_error, 0.12);
     EXPECT_EQ(summary.memory.rows, 11u);   // the torchtitan rows that publish a peak, reported beside the speed
+}
+
+TEST(SimCalibration, TorchtitanShardsOverDataAndContextParallelRanks) {
+    // Line 130: "FSDP 2, CP 4" on 8 GPUs; torchtitan's FSDP2 mesh is dp_shard x cp, so the states shard 8 ways.
+    const auto summary = calibration();
+    const auto row = std::find_if(summary.rows.begin(), summary.rows.end(), [](const auto& r) { return r.line == 130; });
+    ASSERT_NE(row, summary.rows.end());
+    EXPECT_EQ(row->layout.cp, 4);
+    EXPECT_EQ(row->layout.fsdp_shard, 8);
 }
 
 }  // namespace
