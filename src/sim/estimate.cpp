@@ -181,10 +181,19 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
         mem.params = (dense / shard + experts) * (2 + fp8_copy);
     } else if (l.sharding == Sharding::fsdp) {
         const double shard = l.fsdp_shard > 0 ? l.fsdp_shard : dense_dp;
-        mem.params = (dense / shard + experts / std::max(1, expert_dp)) * (2 + fp8_copy) +
-                     params_per_gpu_dense(m, l) / m.layers * l.pp * 2 * 2;   // two gathered layers in flight
-        mem.grads = (dense / shard + experts / std::max(1, expert_dp)) * 4;
-        mem.optimizer = (dense / shard + experts / std::max(1, expert_dp)) * 12;
+        const double sharded = dense / shard + experts / std::max(1, expert_dp);
+        mem.optimizer = sharded * 12;
+        if (l.pp > 1) {
+            // PyTorch's pipeline schedules keep the stage's parameters gathered between micro-batches (torchtitan
+            // turns reshard_after_forward off with pp) and accumulate its gradients unsharded, in the fp32 reduce
+            // dtype, until the last micro-batch's backward reduce-scatters them into the shard.
+            const double stage = dense + experts;
+            mem.params = stage * 2 + sharded * fp8_copy;
+            mem.grads = stage * 4;
+        } else {
+            mem.params = sharded * (2 + fp8_copy) + dense / m.layers * l.pp * 2 * 2;   // two gathered layers in flight
+            mem.grads = sharded * 4;
+        }
     } else {
         const double opt_div_dense = l.sharding == Sharding::distributed_optimizer ? dense_dp : 1.0;
         const double opt_div_expert = l.sharding == Sharding::distributed_optimizer ? expert_dp : 1.0;

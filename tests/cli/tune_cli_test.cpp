@@ -111,13 +111,17 @@ INSTANTIATE_TEST_SUITE_P(Examples, TuneReachesTheOracle,
 
 TEST(TunePlans, CrossesAValleyOfSlowerLayoutsWhenEachStepMeasuresAsPredicted) {
     // DeepSeek-V3's H100 layout on 256 B200 (ep 64 x pp 4): the fast layouts (ep 8 x pp 16) are reached
-    // only through slower ones (ep 32, pp 8, ep 16), a few percent each; a greedy search stops at the rim.
+    // only through slower ones (pp 8 measures -2.7%, pp 16 -0.5%), each kept because it frees the memory the
+    // plan's next step needs; a greedy search stops at the rim.
     const TempDir dir;
     const auto campaign = dir.path() / "c";
     const std::string recipe = example("bench/automodel-deepseek-v3-h100-recipe-on-b200.yaml");
     const std::string cluster = example("bench/clusters/p6-b200-32nodes.yaml");
     const json result = tune_json({recipe, "--cluster", cluster, "--budget", "200gpuh"}, campaign);
-    EXPECT_GE(trials_with_reason(result, "is what the plan predicted", "accept"), 1) << result.dump(2);
+    int slower_steps_kept = 0;
+    for (const auto& trial : result["trials"])
+        if (trial["verdict"] == "accept" && trial["reason"].get<std::string>().starts_with("-")) ++slower_steps_kept;
+    EXPECT_GE(slower_steps_kept, 1) << result.dump(2);
     EXPECT_GE(result["speedup"].get<double>(), 1.5);
     EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.9 * oracle(recipe, {"--cluster", cluster}));
     expect_sound(result, campaign, recipe);
@@ -136,6 +140,7 @@ TEST(TunePlans, SpendsAmpleBudgetOnALayoutPredictedOnlyALittleFaster) {
     for (const auto& event : journal_events(campaign))
         if (event["type"] == "trial-proposed" && event["move"].get<std::string>().rfind("explore-layout/", 0) == 0) ++explored;
     EXPECT_GE(explored, 1) << result.dump(2);
+    EXPECT_GE(trials_with_reason(result, "is what the plan predicted", "accept"), 1) << result.dump(2);
     EXPECT_EQ(result["best"]["edits"]["model.expert_model_parallel_size"], 4) << result.dump(2);
     EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.99 * oracle(recipe, {"--cluster", cluster}));
     expect_sound(result, campaign, recipe);
