@@ -207,7 +207,7 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     // PyTorch-native stacks lack Transformer Engine's fused kernels unless the row says it ran them
     // (Automodel's "kernels=TE + ..." column).
     l.fusions = megatron || contains(c.get(r, "notes"), "kernels=te");
-    l.inplace_cross_entropy = megatron;
+    l.megatron_core = megatron;
     const std::string notes = c.get(r, "notes");
     // torchtitan's rows say async TP (which overlaps its collectives with the GEMMs) in either column.
     l.tp_comm_overlap = megatron || contains(precision, "asynctp") || contains(notes, "async tp");

@@ -162,6 +162,8 @@ double activation_bytes_per_layer(const ModelShape& m, const Layout& l, double s
     const double replicated = l.sequence_parallel ? 0.0 : 10.0;
     double bytes = sbh * (replicated + (attention + 7.0 + mlp) / l.tp);
     if (!l.flash_attention && l.recompute == Recompute::none) bytes += 5.0 * m.heads * seq * seq * l.mbs / l.tp;
+    // DTensor's sequence parallelism gathers the attention and MLP inputs and keeps them, whole, for the weight gradients.
+    if (!l.megatron_core && l.sequence_parallel && l.tp > 1) bytes += 2.0 * 2.0 * sbh;
     // Transformer Engine caches the inputs of the QKV, projection, FC1 and FC2 GEMMs in FP8 (one byte):
     // about 60 % of the stored bytes are such inputs, so FP8 saves about 30 %.
     if (l.precision == Precision::fp8) bytes *= 0.7;
@@ -220,7 +222,7 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
     if (l.offload_activations) activations *= 0.35;
     // Bytes per logit at the loss's peak: the bf16 logits and Megatron's in-place fp32 softmax (6), or the bf16
     // logits, their fp32 copy and F.cross_entropy's saved fp32 log-softmax (10).
-    const double loss_bytes = l.inplace_cross_entropy ? 6.0 : 10.0;
+    const double loss_bytes = l.megatron_core ? 6.0 : 10.0;
     const double logits = l.pp == 1 ? loss_bytes * seq * l.mbs * m.vocab / l.tp : 0.0;
     mem.activations = activations + logits;
     // CUDA context, NCCL and cuBLAS workspaces, DP buckets; the allocator fragments about 8 %.

@@ -104,7 +104,7 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     l.overlap_param_gather = flag(r, a, c, "overlap_param_gather", a.name() != "nemo");
     l.tp_comm_overlap = flag(r, a, c, "tp_comm_overlap", false);
     l.fusions = flag(r, a, c, "fusions", a.name() == "nemo");
-    l.inplace_cross_entropy = a.name() == "nemo";
+    l.megatron_core = a.name() == "nemo";
     l.flash_attention = flag(r, a, c, "flash_attention", true);
     l.cuda_graphs = flag(r, a, c, "cuda_graphs", false);
     l.moe_grouped_gemm = flag(r, a, c, "moe_grouped_gemm", true);

@@ -100,9 +100,11 @@ struct Layout {
     bool fp8_rowwise = false;
     /// Sharded parameters are gathered in FP8, one byte each (torchao's FP8 all-gather for FSDP2).
     bool fp8_param_gather = false;
-    /// The loss is Megatron's vocab-parallel cross-entropy, computed in place on one fp32 copy of the logits;
-    /// false: PyTorch's F.cross_entropy on an fp32 copy (torchtitan, Hugging Face models), which also keeps its log-softmax.
-    bool inplace_cross_entropy = true;
+    /// Megatron-Core's implementation (NeMo): the vocab-parallel loss runs in place on one fp32 copy of the
+    /// logits, and sequence parallelism keeps only the sharded inputs of the tp GEMMs (gathered again in the
+    /// backward). False: PyTorch-native stacks (torchtitan, Hugging Face models): F.cross_entropy on an fp32
+    /// copy, which also keeps its log-softmax, and DTensor's tp GEMMs keep the gathered inputs they multiplied.
+    bool megatron_core = true;
 };
 
 /// Memory per GPU on the most loaded pipeline stage, GiB.

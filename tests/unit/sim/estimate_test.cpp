@@ -190,9 +190,24 @@ TEST(SimEstimate, CrossEntropyOnAnFp32CopyKeepsFourMoreBytesALogit) {
     l.gbs = 8, l.mbs = 1;
     const auto shape = model("llama3_8b", 8192);
     const double inplace = estimate(h100(), shape, l).memory_gib.activations;
-    l.inplace_cross_entropy = false;
+    l.megatron_core = false;
     const double upcast = estimate(h100(), shape, l).memory_gib.activations;
     EXPECT_NEAR((upcast - inplace) * 1024.0 * 1024 * 1024, 4.0 * 8192 * shape.vocab, 1e3);
+}
+
+TEST(SimEstimate, DTensorSequenceParallelKeepsTheGatheredGemmInputs) {
+    // Megatron re-gathers the sharded inputs of its tp GEMMs in the backward; DTensor keeps the gathered ones.
+    Layout l = llama70b_layout();
+    const auto shape = model("llama3_70b", 8192);
+    const double megatron = estimate(h100(), shape, l).memory_gib.activations;
+    l.megatron_core = false;
+    const double dtensor = estimate(h100(), shape, l).memory_gib.activations;
+    EXPECT_GT(dtensor, megatron);
+    l.tp = 1, l.sequence_parallel = false, l.nodes = 2;   // no tp: nothing gathered
+    l.megatron_core = true;
+    const double megatron_no_tp = estimate(h100(), shape, l).memory_gib.activations;
+    l.megatron_core = false;
+    EXPECT_NEAR(estimate(h100(), shape, l).memory_gib.activations - megatron_no_tp, 0.0, 1e-9);
 }
 
 TEST(SimEstimate, TensorParallelAcrossNodesIsSlowerThanInsideANode) {
