@@ -225,6 +225,17 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     std::smatch match;
     if (std::regex_search(notes, match, mem)) row.published_mem_gib = std::stod(match[1]);
 
+    // NeMo's long-sequence tables give the best configuration without context parallelism, or "OOM": the
+    // row's layout with cp 1 (its ranks to data parallelism) must not fit, even recomputing every layer.
+    if (contains(notes, "without cp") && contains(notes, "oom")) {
+        Layout no_cp = l;
+        no_cp.cp = 1, no_cp.recompute = Recompute::full, no_cp.dp = 0;
+        no_cp.gbs = std::max(l.gbs, world / (l.tp * l.pp) * l.mbs);   // at least one sequence per rank
+        const Estimate e = estimate(*hardware, *model, no_cp);
+        row.known_oom = true;
+        row.predicted_oom = e.valid && !e.fits;
+    }
+
     const bool unpublished_layout = util::trim(c.get(r, "tp")).empty() && util::trim(c.get(r, "pp")).empty();
     if (unpublished_layout) l.gbs = leading_int(c.get(r, "gbs"), l.gbs);   // not widened to the tp = 1 dp
     Configured chosen = unpublished_layout ? best_layout(*hardware, *model, l, gpus) : Configured{l, estimate(*hardware, *model, l)};
@@ -280,6 +291,8 @@ CalibrationSummary run_calibration(const std::filesystem::path& published_csv) {
         build_row(columns, r, row);
         errors.push_back(row.modelled ? std::abs(row.error) : 1.0);
         if (row.published_mem_gib > 0) mem_errors.push_back(row.modelled ? std::abs(row.mem_error) : 1.0);
+        summary.known_oom += row.known_oom ? 1 : 0;
+        summary.predicted_oom += row.known_oom && row.predicted_oom ? 1 : 0;
         summary.rows.push_back(std::move(row));
     }
     const Accuracy speed = accuracy_of(std::move(errors));
@@ -307,6 +320,7 @@ std::string format_calibration(const CalibrationSummary& summary) {
                        100 * summary.within_20, 100 * summary.median_abs_error);
     out += fmt::format("peak memory: rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}%\n", summary.memory.rows,
                        100 * summary.memory.within_20, 100 * summary.memory.median_abs_error);
+    out += fmt::format("known out of memory: rows {}, predicted out of memory: {}\n", summary.known_oom, summary.predicted_oom);
     return out;
 }
 

@@ -19,6 +19,8 @@ struct CalibrationRow {
     double error = 0;               ///< estimated tokens/s/GPU / published − 1
     double published_mem_gib = 0;   ///< peak memory when the source gives one, else 0
     double mem_error = 0;           ///< estimated memory / published peak − 1, where a peak is published
+    bool known_oom = false;         ///< the source reports a configuration of this row out of memory (its best one without CP)
+    bool predicted_oom = false;     ///< and the model finds no layout of that configuration that fits
     Layout layout;                  ///< what the row was estimated as (after any layout search)
     Estimate estimate;
 };
@@ -36,6 +38,7 @@ struct CalibrationSummary {
     double within_20 = 0;
     double median_abs_error = 0;
     Accuracy memory;
+    std::size_t known_oom = 0, predicted_oom = 0;   ///< rows with a known OOM, and of them those the model predicts
 };
 
 /// Reads published.csv, builds each row's ModelShape and Layout, estimates it. Throws InputError on a malformed file.

@@ -275,6 +275,8 @@ TEST(SimCalibration, PrintsTheTableAndMeetsTheIssueTarget) {
     EXPECT_GE(summary.within_20, 0.80);
     EXPECT_LT(summary.median_abs_error, 0.12);
     EXPECT_EQ(summary.memory.rows, 11u);   // the torchtitan rows that publish a peak, reported beside the speed
+    EXPECT_EQ(summary.known_oom, 1u);   // Llama 3 8B at 1M tokens on B200 without context parallelism
+    EXPECT_EQ(summary.predicted_oom, summary.known_oom);
 }
 
 TEST(SimCalibration, TorchtitanShardsOverDataAndContextParallelRanks) {
