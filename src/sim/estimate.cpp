@@ -223,7 +223,9 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
     // Bytes per logit at the loss's peak: the bf16 logits and Megatron's in-place fp32 softmax (6), or the bf16
     // logits, their fp32 copy and F.cross_entropy's saved fp32 log-softmax (10).
     const double loss_bytes = l.megatron_core ? 6.0 : 10.0;
-    const double logits = l.pp == 1 ? loss_bytes * seq * l.mbs * m.vocab / l.tp : 0.0;
+    // The output GEMM's input, gathered over the tp ranks and kept by DTensor (as in every layer above).
+    const double gathered_head_input = !l.megatron_core && l.sequence_parallel && l.tp > 1 ? 2.0 * seq * l.mbs * m.hidden : 0.0;
+    const double logits = l.pp == 1 ? loss_bytes * seq * l.mbs * m.vocab / l.tp + gathered_head_input : 0.0;
     mem.activations = activations + logits;
     // CUDA context, NCCL and cuBLAS workspaces, DP buckets; the allocator fragments about 8 %.
     const double workspace = 2.5 * k_gib + 0.08 * (mem.activations + mem.params);
