@@ -295,8 +295,7 @@ CalibrationSummary run_calibration(const std::filesystem::path& published_csv) {
         summary.predicted_oom += row.known_oom && row.predicted_oom ? 1 : 0;
         summary.rows.push_back(std::move(row));
     }
-    const Accuracy speed = accuracy_of(std::move(errors));
-    summary.within_20 = speed.within_20, summary.median_abs_error = speed.median_abs_error;
+    summary.speed = accuracy_of(std::move(errors));
     summary.memory = accuracy_of(std::move(mem_errors));
     return summary;
 }
@@ -316,10 +315,9 @@ std::string format_calibration(const CalibrationSummary& summary) {
                                row.published_tokens, "-", "miss", row.why_not);
         }
     }
-    out += fmt::format("rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}%\n", summary.rows.size(),
-                       100 * summary.within_20, 100 * summary.median_abs_error);
-    out += fmt::format("peak memory: rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}%\n", summary.memory.rows,
-                       100 * summary.memory.within_20, 100 * summary.memory.median_abs_error);
+    for (const auto& [label, a] : {std::pair{"", &summary.speed}, std::pair{"peak memory: ", &summary.memory}})
+        out += fmt::format("{}rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}%\n", label, a->rows, 100 * a->within_20,
+                           100 * a->median_abs_error);
     out += fmt::format("known out of memory: rows {}, predicted out of memory: {}\n", summary.known_oom, summary.predicted_oom);
     return out;
 }

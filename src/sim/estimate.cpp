@@ -109,6 +109,10 @@ double active_gemm_params(const ModelShape& m) {
 
 bool fp8_gemms(const Layout& l) { return l.precision == Precision::fp8 && !l.fp8_rowwise; }
 
+// DTensor's sequence parallelism gathers the inputs of the tp GEMMs and keeps them, whole, for the weight
+// gradients; Megatron keeps the sharded ones and gathers them again in the backward.
+bool keeps_gathered_inputs(const Layout& l) { return !l.megatron_core && l.sequence_parallel && l.tp > 1; }
+
 // GEMM efficiency against the dense peak: grows with the per-GPU matrix width and the tokens
 // per micro-batch, saturating near what cuBLAS reaches on large Megatron GEMMs.
 double gemm_efficiency(double width, double tokens, const Layout& l, const Hardware& hw) {
@@ -162,8 +166,7 @@ double activation_bytes_per_layer(const ModelShape& m, const Layout& l, double s
     const double replicated = l.sequence_parallel ? 0.0 : 10.0;
     double bytes = sbh * (replicated + (attention + 7.0 + mlp) / l.tp);
     if (!l.flash_attention && l.recompute == Recompute::none) bytes += 5.0 * m.heads * seq * seq * l.mbs / l.tp;
-    // DTensor's sequence parallelism gathers the attention and MLP inputs and keeps them, whole, for the weight gradients.
-    if (!l.megatron_core && l.sequence_parallel && l.tp > 1) bytes += 2.0 * 2.0 * sbh;
+    if (keeps_gathered_inputs(l)) bytes += 2.0 * 2.0 * sbh;   // the attention and MLP inputs
     // Transformer Engine caches the inputs of the QKV, projection, FC1 and FC2 GEMMs in FP8 (one byte):
     // about 60 % of the stored bytes are such inputs, so FP8 saves about 30 %.
     if (l.precision == Precision::fp8) bytes *= 0.7;
@@ -223,8 +226,7 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
     // Bytes per logit at the loss's peak: the bf16 logits and Megatron's in-place fp32 softmax (6), or the bf16
     // logits, their fp32 copy and F.cross_entropy's saved fp32 log-softmax (10).
     const double loss_bytes = l.megatron_core ? 6.0 : 10.0;
-    // The output GEMM's input, gathered over the tp ranks and kept by DTensor (as in every layer above).
-    const double gathered_head_input = !l.megatron_core && l.sequence_parallel && l.tp > 1 ? 2.0 * seq * l.mbs * m.hidden : 0.0;
+    const double gathered_head_input = keeps_gathered_inputs(l) ? 2.0 * seq * l.mbs * m.hidden : 0.0;   // the output GEMM's
     const double logits = l.pp == 1 ? loss_bytes * seq * l.mbs * m.vocab / l.tp + gathered_head_input : 0.0;
     mem.activations = activations + logits;
     // CUDA context, NCCL and cuBLAS workspaces, DP buckets; the allocator fragments about 8 %.

@@ -19,8 +19,8 @@ struct CalibrationRow {
     double error = 0;               ///< estimated tokens/s/GPU / published − 1
     double published_mem_gib = 0;   ///< peak memory when the source gives one, else 0
     double mem_error = 0;           ///< estimated memory / published peak − 1, where a peak is published
-    bool known_oom = false;         ///< the source reports a configuration of this row out of memory (its best one without CP)
-    bool predicted_oom = false;     ///< and the model finds no layout of that configuration that fits
+    bool known_oom = false;         ///< the source reports this row's layout without CP out of memory
+    bool predicted_oom = false;     ///< and the model finds that layout (at cp 1, full recompute) does not fit
     Layout layout;                  ///< what the row was estimated as (after any layout search)
     Estimate estimate;
 };
@@ -35,8 +35,7 @@ struct Accuracy {
 /// Summary over all rows (tokens/s/GPU), and over the rows that publish a peak memory (GiB per GPU).
 struct CalibrationSummary {
     std::vector<CalibrationRow> rows;
-    double within_20 = 0;
-    double median_abs_error = 0;
+    Accuracy speed;
     Accuracy memory;
     std::size_t known_oom = 0, predicted_oom = 0;   ///< rows with a known OOM, and of them those the model predicts
 };
