@@ -304,7 +304,8 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     // Element-wise work (norms, activations, residuals, MoE permutation) is bound by HBM bandwidth.
     // MoE permutation traffic only in the MoE layers.
     const double elementwise_bytes = (l.fusions ? 40.0 : 70.0) * (m.hidden * m.layers + 3.0 * m.topk * moe_layers(m) * expert_width(m));
-    compute += tokens_step_gpu * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
+    const double elementwise_s = tokens_step_gpu * elementwise_bytes * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
+    compute += elementwise_s;
     // The Mamba mixers' conv, scan and gated-norm kernels, split over tp like the mixer's heads.
     compute += tokens_step_gpu * m.mamba_layers * mamba_traffic_bytes(m) / l.tp / (hw.hbm_tbps * 1e12);
     if (l.lora) compute += tokens_step_gpu * lora_traffic_bytes(m, l.lora_targets) / l.tp / (hw.hbm_tbps * 1e12);
@@ -315,8 +316,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
         // Replayed: the forward of the unsaved matmuls (wk, wo, w3) and the element-wise work; SDPA is kept.
         const double kv = double(m.kv_heads) * head_dim(m);
         const double replayed = m.hidden * (kv + m.hidden + double(m.ffn)) / (attention_params(m) + dense_mlp_params(m));
-        compute += replayed * (gemm_flops / 3.0) / (gemm_peak * gemm_eff) +
-                   tokens_step_gpu * elementwise_bytes / 2.0 * (l.sequence_parallel ? 1 : l.tp) / (hw.hbm_tbps * 1e12);
+        compute += replayed * (gemm_flops / 3.0) / (gemm_peak * gemm_eff) + elementwise_s / 2.0;
     } else if (l.recompute == Recompute::selective) {
         compute += attn_flops / (hw.bf16_tflops * 1e12 * attn_eff) / 3.0;
     }
