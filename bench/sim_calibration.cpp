@@ -1,4 +1,4 @@
-// Prints the simulator's calibration table against ../shared/calibration/published.csv, or one row
+// Prints the simulator's calibration table against data/calibration/published.csv, or one row
 // at length (layout, memory, step-time breakdown).
 // Usage: sim_calibration [PATH_TO_published.csv] [--row LINE]
 #include <attune/sim/calibration.hpp>
@@ -10,7 +10,7 @@
 #include <string>
 
 int main(int argc, char** argv) {
-    std::string path = ATTUNE_SOURCE_DIR "/../shared/calibration/published.csv";
+    std::string path = ATTUNE_SOURCE_DIR "/data/calibration/published.csv";
     int line = 0;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];

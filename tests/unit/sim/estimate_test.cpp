@@ -271,7 +271,7 @@ TEST(SimEstimate, GoldenLlama3_70bOn64H100Fp8) {
 }
 
 CalibrationSummary calibration() {
-    return run_calibration(ATTUNE_SHARED_DIR "/calibration/published.csv");
+    return run_calibration(ATTUNE_SOURCE_DIR "/data/calibration/published.csv");
 }
 
 // Issue 3's acceptance target: 80 % of the rows within ±20 % of the published tokens/s/GPU, median
