@@ -4,7 +4,6 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${ATTUNE_BUILD_DIR:-$root/build}"
 "$root/scripts/setup-deps.sh"
-werror="${ATTUNE_WERROR:-ON}"
-"$root/scripts/build.sh" -DATTUNE_WERROR="$werror"
+"$root/scripts/build.sh"
 cd "$build_dir"
 ctest --output-on-failure -j2 --timeout 600
