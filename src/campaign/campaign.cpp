@@ -467,7 +467,7 @@ private:
                     return it == facts.end() ? std::optional<double>{0.0} : std::optional{it->second};
                 });
                 if (!holds || *holds == 0) continue;
-                if (rule.action == "retry_once" && trial.attempts == 1 && trial.time_limit_s * gpus(trial.view.edits) <= record.left_gpu_s())
+                if (rule.retry_once && trial.attempts == 1 && trial.time_limit_s * gpus(trial.view.edits) <= record.left_gpu_s())
                     return launch(trial, 2);
                 break;
             }

@@ -2,6 +2,7 @@
 
 #include <attune/core/error.hpp>
 #include <attune/core/paths.hpp>
+#include <attune/util/data_file.hpp>
 #include <attune/util/strings.hpp>
 
 #include <yaml-cpp/yaml.h>
@@ -45,19 +46,17 @@ bool holds(const Condition& condition, const std::map<std::string, double>& fact
     return left != right;
 }
 
-Rule parse_rule(const YAML::Node& node, const std::string& where) {
+Rule parse_rule(const util::DataFile& file, const YAML::Node& node) {
+    file.expect_fields(node, {"name", "bottleneck", "headroom", "when", "explanation"});
     Rule rule;
-    rule.name = node["name"].as<std::string>("");
-    rule.bottleneck = node["bottleneck"].as<std::string>("");
-    rule.headroom = node["headroom"].as<std::string>("");
-    rule.explanation = node["explanation"].as<std::string>("");
-    const auto rule_where = where + ": rule '" + rule.name + "'";
-    if (rule.name.empty() || (rule.bottleneck.empty() && rule.headroom.empty()) || !node["when"].IsSequence()) {
-        throw InputError(rule_where + ": expected keys name, when (a list) and bottleneck or headroom");
-    }
-    for (const auto& condition : node["when"]) {
-        rule.conditions.push_back(parse_condition(condition.as<std::string>(), rule_where));
-    }
+    rule.name = node["name"] ? file.string(node["name"], "name") : "";
+    rule.bottleneck = node["bottleneck"] ? file.string(node["bottleneck"], "bottleneck") : "";
+    rule.headroom = node["headroom"] ? file.string(node["headroom"], "headroom") : "";
+    rule.explanation = node["explanation"] ? file.string(node["explanation"], "explanation") : "";
+    if (rule.name.empty() || (rule.bottleneck.empty() && rule.headroom.empty()) || !node["when"].IsSequence())
+        file.fail(node, "rule '" + rule.name + "': expected keys name, when (a list) and bottleneck or headroom");
+    const auto rule_where = file.where(node) + ": rule '" + rule.name + "'";
+    for (const auto& condition : node["when"]) rule.conditions.push_back(parse_condition(file.string(condition, "a condition"), rule_where));
     return rule;
 }
 
@@ -76,19 +75,11 @@ void put(std::map<std::string, double>& facts, const std::string& name, const st
 }  // namespace
 
 RuleSet load_rules(const std::filesystem::path& path) {
-    const auto where = path.string();
+    const util::DataFile file(path);
+    file.expect_fields(file.root(), {"rules"});
+    if (!file.root()["rules"].IsSequence()) file.fail(file.root(), "expected a top-level 'rules' list");
     RuleSet set;
-    try {
-        const auto root = YAML::LoadFile(where);
-        if (!root["rules"].IsSequence()) {
-            throw InputError(where + ": expected a top-level 'rules' list");
-        }
-        for (const auto& node : root["rules"]) {
-            set.rules.push_back(parse_rule(node, where));
-        }
-    } catch (const YAML::Exception& error) {
-        throw InputError(where + ":" + std::to_string(error.mark.line + 1) + ": " + error.msg);
-    }
+    for (const auto& node : file.root()["rules"]) set.rules.push_back(parse_rule(file, node));
     return set;
 }
 

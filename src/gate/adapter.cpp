@@ -1,22 +1,23 @@
 #include <attune/core/paths.hpp>
 #include <attune/gate/adapter.hpp>
+#include <attune/util/data_file.hpp>
 #include <attune/util/files.hpp>
 #include <attune/util/hash.hpp>
 #include <attune/util/strings.hpp>
-
-#include <attune/gate/rules_file.hpp>
 
 #include <algorithm>
 #include <cmath>
 
 namespace attune::gate {
 
+using util::DataFile;
+
 namespace {
 
 // Quantities refer to each other; deeper chains than this are cycles.
 constexpr int k_max_quantity_depth = 16;
 
-KeyClass parse_class(const RulesFile& file, const YAML::Node& node) {
+KeyClass parse_class(const DataFile& file, const YAML::Node& node) {
     const auto text = file.string(node, "class");
     if (text == "performance") return KeyClass::performance;
     if (text == "numerics") return KeyClass::numerics;
@@ -31,7 +32,7 @@ recipe::Value value_of(const YAML::Node& node) {
     return node.Tag() == "!" ? recipe::Value::string(node.Scalar()) : recipe::Value::from_plain(node.Scalar());
 }
 
-Domain parse_domain(const RulesFile& file, const YAML::Node& rule) {
+Domain parse_domain(const DataFile& file, const YAML::Node& rule) {
     Domain domain;
     if (rule["type"]) {
         domain.type = file.string(rule["type"], "type");
@@ -48,7 +49,7 @@ Domain parse_domain(const RulesFile& file, const YAML::Node& rule) {
     return domain;
 }
 
-KeyRule parse_key_rule(const RulesFile& file, const YAML::Node& node, bool environment) {
+KeyRule parse_key_rule(const DataFile& file, const YAML::Node& node, bool environment) {
     file.expect_fields(node, {"path", "name", "lever", "class", "type", "values", "min", "max", "companion_of",
                               "trial_only", "expr", "why"});
     KeyRule rule;
@@ -68,7 +69,8 @@ KeyRule parse_key_rule(const RulesFile& file, const YAML::Node& node, bool envir
     return rule;
 }
 
-QuantityRule parse_quantity(const RulesFile& file, const std::string& name, const YAML::Node& node) {
+QuantityRule parse_quantity(const DataFile& file, const std::string& name, const YAML::Node& node) {
+    if (!node.IsMap()) file.fail(node, "quantity '" + name + "' must be a mapping of paths, cluster, default, expr and map");
     file.expect_fields(node, {"paths", "cluster", "default", "expr", "map"});
     QuantityRule rule;
     rule.name = name;
@@ -142,7 +144,7 @@ std::string Domain::describe() const {
 }
 
 Adapter Adapter::load(const std::filesystem::path& path) {
-    const RulesFile file(path);
+    const DataFile file(path);
     const auto& root = file.root();
     file.expect_fields(root, {"framework", "title", "detect", "env_sections", "quantities", "keys", "env"});
     Adapter adapter;
@@ -267,7 +269,7 @@ Rules Rules::load(const std::filesystem::path& data_dir) {
         hashed += "frameworks/" + file.filename().string() + '\0' + util::read_text_file(file) + '\0';
     }
     const auto invariants_path = data_dir / "gate" / "invariants.yaml";
-    const RulesFile invariants(invariants_path);
+    const DataFile invariants(invariants_path);
     hashed += std::string("invariants.yaml") + '\0' + invariants.text();
     invariants.expect_fields(invariants.root(), {"invariants"});
     for (const auto& node : invariants.root()["invariants"]) {

@@ -1,15 +1,17 @@
 #include <attune/gate/policy.hpp>
 
-#include <attune/gate/rules_file.hpp>
+#include <attune/util/data_file.hpp>
 
 #include <algorithm>
 
 namespace attune::gate {
 
+using util::DataFile;
+
 namespace {
 
 void apply_policy_file(Policy& policy, const std::filesystem::path& path) {
-    const RulesFile file(path);
+    const DataFile file(path);
     const auto& root = file.root();
     file.expect_fields(root, {"allow_numerics", "allow_unknown", "max_levers", "loss_parity"});
     if (root["allow_numerics"]) policy.allow_numerics = file.strings(root["allow_numerics"], "allow_numerics");

@@ -1,5 +1,5 @@
 #include <attune/core/paths.hpp>
-#include <attune/gate/rules_file.hpp>
+#include <attune/util/data_file.hpp>
 #include <attune/policy/search_rules.hpp>
 
 #include <fmt/format.h>
@@ -8,33 +8,33 @@ namespace attune::policy {
 
 namespace {
 
-using gate::RulesFile;
+using util::DataFile;
 
-gate::Expression expression(const RulesFile& file, const YAML::Node& node, const std::string& what) {
+gate::Expression expression(const DataFile& file, const YAML::Node& node, const std::string& what) {
     return gate::Expression::parse(file.string(node, what), file.where(node));
 }
 
-std::optional<gate::Expression> optional_expression(const RulesFile& file, const YAML::Node& node,
+std::optional<gate::Expression> optional_expression(const DataFile& file, const YAML::Node& node,
                                                     const std::string& what) {
     if (!node) return std::nullopt;
     return expression(file, node, what);
 }
 
-recipe::Value scalar_value(const RulesFile& file, const YAML::Node& node) {
+recipe::Value scalar_value(const DataFile& file, const YAML::Node& node) {
     if (!node || node.IsNull()) return recipe::Value::null();
     if (!node.IsScalar()) file.fail(node, "a single value");
     if (node.Tag() == "!") return recipe::Value::string(node.Scalar());  // quoted in the file
     return recipe::Value::from_plain(node.Scalar());
 }
 
-std::vector<std::string> keys_of(const RulesFile& file, const YAML::Node& node) {
+std::vector<std::string> keys_of(const DataFile& file, const YAML::Node& node) {
     if (!node) return {};
     if (node.IsSequence()) return file.strings(node, "key names");
     return {file.string(node, "a key name")};
 }
 
 template <typename T, typename Read>
-std::vector<std::pair<std::string, T>> pairs(const RulesFile& file, const YAML::Node& node, Read read) {
+std::vector<std::pair<std::string, T>> pairs(const DataFile& file, const YAML::Node& node, Read read) {
     std::vector<std::pair<std::string, T>> out;
     if (!node) return out;
     if (!node.IsMap()) file.fail(node, "a mapping of key: value");
@@ -42,7 +42,7 @@ std::vector<std::pair<std::string, T>> pairs(const RulesFile& file, const YAML::
     return out;
 }
 
-Move move_of(const RulesFile& file, const YAML::Node& node, const std::string& id) {
+Move move_of(const DataFile& file, const YAML::Node& node, const std::string& id) {
     file.expect_fields(node, {"lever", "key", "set", "step", "guard", "with", "adjust", "requires", "why"});
     Move move;
     move.id = id;
@@ -65,7 +65,7 @@ Move move_of(const RulesFile& file, const YAML::Node& node, const std::string& i
     return move;
 }
 
-Phase phase_of(const RulesFile& file, const YAML::Node& node) {
+Phase phase_of(const DataFile& file, const YAML::Node& node) {
     file.expect_fields(node, {"name", "when", "why", "planned_only", "moves"});
     Phase phase;
     phase.name = file.string(node["name"], "a phase name");
@@ -78,29 +78,33 @@ Phase phase_of(const RulesFile& file, const YAML::Node& node) {
     return phase;
 }
 
+FailureRule failure_rule_of(const DataFile& file, const YAML::Node& node) {
+    file.expect_fields(node, {"when", "action", "why"});
+    const auto action = file.string(node["action"], "an action");
+    if (action != "retry_once" && action != "revert") file.fail(node["action"], "action '" + action + "': expected retry_once or revert");
+    return {expression(file, node["when"], "a condition"), action == "retry_once", file.string(node["why"], "the reason")};
+}
+
+Acceptance acceptance_of(const DataFile& file, const YAML::Node& node) {
+    file.expect_fields(node, {"min_gain", "keep_neutral", "accept_repeat", "remeasure", "confirm_best"});
+    return {.min_gain = expression(file, node["min_gain"], "a gain expression"),
+            .keep_neutral = optional_expression(file, node["keep_neutral"], "a condition"),
+            .accept_repeat = optional_expression(file, node["accept_repeat"], "a condition"),
+            .remeasure = optional_expression(file, node["remeasure"], "a condition"),
+            .confirm_best = expression(file, node["confirm_best"], "a condition")};
+}
+
 }  // namespace
 
 SearchRules SearchRules::load(const std::filesystem::path& path) {
-    const RulesFile file{path};
+    const DataFile file{path};
     const auto& root = file.root();
     file.expect_fields(root, {"version", "acceptance", "on_failure", "phases", "stop"});
-    SearchRules rules{
-        .acceptance = {.min_gain = expression(file, root["acceptance"]["min_gain"], "a gain expression"),
-                       .keep_neutral = optional_expression(file, root["acceptance"]["keep_neutral"], "a condition"),
-                       .accept_repeat = optional_expression(file, root["acceptance"]["accept_repeat"], "a condition"),
-                       .remeasure = optional_expression(file, root["acceptance"]["remeasure"], "a condition"),
-                       .confirm_best = expression(file, root["acceptance"]["confirm_best"], "a condition")},
-        .on_failure = {},
-        .phases = {},
-        .stop = {},
-        .source = file.path()};
-    for (const auto& node : root["on_failure"]) {
-        file.expect_fields(node, {"when", "action", "then", "mark", "why"});
-        rules.on_failure.push_back({expression(file, node["when"], "a condition"), file.string(node["action"], "an action"),
-                                    node["then"] ? file.string(node["then"], "an action") : "",
-                                    node["mark"] ? file.string(node["mark"], "a mark") : "",
-                                    file.string(node["why"], "the reason")});
-    }
+    if (!root["version"] || file.string(root["version"], "version") != "1")
+        file.fail(root["version"] ? root["version"] : root, "expected 'version: 1' (the search-rules format this attune reads)");
+    if (!root["acceptance"]) file.fail(root, "expected an 'acceptance' mapping");
+    SearchRules rules{.acceptance = acceptance_of(file, root["acceptance"]), .on_failure = {}, .phases = {}, .stop = {}, .source = file.path()};
+    for (const auto& node : root["on_failure"]) rules.on_failure.push_back(failure_rule_of(file, node));
     for (const auto& node : root["phases"]) rules.phases.push_back(phase_of(file, node));
     for (const auto& node : root["stop"]) {
         file.expect_fields(node, {"when", "why"});

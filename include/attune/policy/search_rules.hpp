@@ -40,9 +40,7 @@ struct Phase {
 /// What to do with a candidate that did not finish ok.
 struct FailureRule {
     gate::Expression when;
-    std::string action;                      ///< retry_once | revert | shorten_trial
-    std::string then;
-    std::string mark;                        ///< infeasible | infeasible_and_larger | empty
+    bool retry_once = false;                 ///< run it again once before reverting; else revert at once
     std::string why;
 };
 

@@ -1,13 +1,13 @@
-#include <attune/gate/rules_file.hpp>
+#include <attune/util/data_file.hpp>
 
 #include <attune/util/files.hpp>
 #include <attune/util/strings.hpp>
 
 #include <algorithm>
 
-namespace attune::gate {
+namespace attune::util {
 
-RulesFile::RulesFile(const std::filesystem::path& path) : m_path(path.string()), m_text(util::read_text_file(path, 4u << 20)) {
+DataFile::DataFile(const std::filesystem::path& path) : m_path(path.string()), m_text(util::read_text_file(path, 4u << 20)) {
     try {
         m_root = YAML::Load(m_text);
     } catch (const YAML::Exception& e) {
@@ -16,15 +16,15 @@ RulesFile::RulesFile(const std::filesystem::path& path) : m_path(path.string()),
     if (!m_root.IsMap()) throw InputError(m_path + ":1: expected a YAML mapping");
 }
 
-std::string RulesFile::where(const YAML::Node& node) const {
+std::string DataFile::where(const YAML::Node& node) const {
     return m_path + ":" + std::to_string(node.Mark().line + 1);
 }
 
-void RulesFile::fail(const YAML::Node& node, const std::string& what) const {
+void DataFile::fail(const YAML::Node& node, const std::string& what) const {
     throw InputError(where(node) + ": " + what);
 }
 
-void RulesFile::expect_fields(const YAML::Node& mapping, std::initializer_list<const char*> allowed) const {
+void DataFile::expect_fields(const YAML::Node& mapping, std::initializer_list<const char*> allowed) const {
     if (!mapping.IsMap()) fail(mapping, "expected a mapping");
     const std::vector<std::string> names(allowed.begin(), allowed.end());
     for (const auto& item : mapping) {
@@ -35,12 +35,12 @@ void RulesFile::expect_fields(const YAML::Node& mapping, std::initializer_list<c
     }
 }
 
-std::string RulesFile::string(const YAML::Node& node, const std::string& what) const {
+std::string DataFile::string(const YAML::Node& node, const std::string& what) const {
     if (!node.IsScalar()) fail(node, "'" + what + "' must be a string");
     return node.Scalar();
 }
 
-std::vector<std::string> RulesFile::strings(const YAML::Node& node, const std::string& what) const {
+std::vector<std::string> DataFile::strings(const YAML::Node& node, const std::string& what) const {
     std::vector<std::string> out;
     if (!node || node.IsNull()) return out;
     if (node.IsScalar()) return {node.Scalar()};
@@ -49,17 +49,17 @@ std::vector<std::string> RulesFile::strings(const YAML::Node& node, const std::s
     return out;
 }
 
-double RulesFile::number(const YAML::Node& node, const std::string& what) const {
+double DataFile::number(const YAML::Node& node, const std::string& what) const {
     const auto value = node.IsScalar() ? util::parse_number(node.Scalar()) : std::nullopt;
     if (!value) fail(node, "'" + what + "' must be a number");
     return *value;
 }
 
-bool RulesFile::boolean(const YAML::Node& node, const std::string& what) const {
+bool DataFile::boolean(const YAML::Node& node, const std::string& what) const {
     const auto text = node.IsScalar() ? util::to_lower(node.Scalar()) : std::string();
     if (text == "true" || text == "yes") return true;
     if (text == "false" || text == "no") return false;
     fail(node, "'" + what + "' must be true or false");
 }
 
-}  // namespace attune::gate
+}  // namespace attune::util

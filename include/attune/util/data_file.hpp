@@ -1,6 +1,7 @@
 #pragma once
 
-// Reading attune data files (gate adapters, invariants, policies, search rules) with yaml-cpp.
+// Reading attune data files (gate adapters, invariants, policies, search and diagnosis rules) with
+// yaml-cpp: every key is read or refused with its file and line.
 
 #include <attune/core/error.hpp>
 
@@ -12,12 +13,12 @@
 #include <string>
 #include <vector>
 
-namespace attune::gate {
+namespace attune::util {
 
-/// A parsed rules file plus the helpers that report `file:line: what was expected`.
-class RulesFile {
+/// A parsed data file plus the helpers that report `file:line: what was expected`.
+class DataFile {
 public:
-    explicit RulesFile(const std::filesystem::path& path);
+    explicit DataFile(const std::filesystem::path& path);
 
     [[nodiscard]] const YAML::Node& root() const { return m_root; }
     [[nodiscard]] const std::string& path() const { return m_path; }
@@ -40,4 +41,4 @@ private:
     YAML::Node m_root;
 };
 
-}  // namespace attune::gate
+}  // namespace attune::util
