@@ -22,19 +22,47 @@ std::optional<sim::SimInputs> inputs_of(const recipe::Document& recipe, const ga
     }
 }
 
-diagnose::Layout diagnosis_layout(const sim::SimInputs& in) {
-    const sim::Layout& l = in.layout;
+const char* recompute_name(sim::Recompute recompute) {
+    switch (recompute) {
+        case sim::Recompute::none: return "none";
+        case sim::Recompute::selective: return "selective";
+        case sim::Recompute::saved_ops: return "selective";  // torchtitan's per-op selective checkpointing
+        case sim::Recompute::full: return "full";
+    }
+    return "none";
+}
+
+double peak_tflops(const sim::Hardware& hardware, sim::Precision precision) {
+    return precision == sim::Precision::fp8 ? hardware.fp8_tflops : hardware.bf16_tflops;
+}
+
+/// A whole, positive quantity of the recipe, or nullopt (absent, fractional or not positive).
+std::optional<int> whole(const gate::Adapter& adapter, const recipe::Document& recipe, std::string_view name,
+                         const cluster::Cluster& cluster) {
+    const auto value = adapter.quantity(recipe, name, cluster);
+    if (!value || *value < 1 || *value != std::floor(*value)) return std::nullopt;
+    return static_cast<int>(*value);
+}
+
+/// The layout from the adapter's quantities alone, for a recipe whose model the simulator cannot build.
+diagnose::Layout layout_of(const recipe::Document& recipe, const gate::Adapter& adapter, const cluster::Cluster& cluster) {
+    const auto hardware = sim::find_hardware(cluster.gpu);
+    if (!hardware) throw InputError("cluster " + cluster.name + ": unknown GPU " + cluster.gpu + "; expected h100, h200 or b200");
+    const auto quantity = [&](std::string_view name) { return whole(adapter, recipe, name, cluster); };
     diagnose::Layout layout;
-    const int world = l.nodes * l.gpus_per_node;
-    const int dp = std::max(1, world / std::max(1, l.tp * l.pp * l.cp));
-    layout.tp = l.tp, layout.pp = l.pp, layout.vpp = l.vpp, layout.cp = l.cp, layout.ep = l.ep, layout.dp = dp;
-    layout.gpus_per_node = l.gpus_per_node, layout.nodes = l.nodes;
-    layout.micro_batch = l.mbs;
-    layout.num_microbatches = std::max(1, l.gbs / std::max(1, l.mbs * dp));
-    constexpr const char* recompute_names[] = {"none", "selective", "full"};
-    layout.recompute = recompute_names[static_cast<int>(l.recompute)];
-    layout.gpu_memory_gib = in.hardware.hbm_gib;
-    layout.peak_tflops = l.precision == sim::Precision::fp8 ? in.hardware.fp8_tflops : in.hardware.bf16_tflops;
+    layout.tp = quantity("tp"), layout.pp = quantity("pp"), layout.vpp = quantity("vpp");
+    layout.cp = quantity("cp"), layout.ep = quantity("ep"), layout.dp = quantity("dp");
+    layout.nodes = quantity("nodes"), layout.gpus_per_node = quantity("gpus_per_node");
+    layout.micro_batch = quantity("mbs");
+    // Micro-batches per optimizer step, as the framework derives them (gbs / (mbs x dp) where the
+    // global batch is given; 1 where the adapter derives the global batch from the micro batch).
+    layout.num_microbatches = quantity("grad_accum");
+    if (const auto recompute = adapter.quantity(recipe, "recompute", cluster)) {
+        // The adapters' recompute quantity maps the recipe's setting to 0 none, 1 selective, 2 full.
+        layout.recompute = *recompute >= 2 ? "full" : *recompute >= 1 ? "selective" : "none";
+    }
+    layout.gpu_memory_gib = hardware->hbm_gib;
+    layout.peak_tflops = peak_tflops(*hardware, sim::precision_of(recipe, adapter));
     return layout;
 }
 
@@ -47,6 +75,27 @@ void fill_throughput(policy::Measurement& m, const sim::SimInputs& in) {
 }
 
 }  // namespace
+
+diagnose::Layout diagnosis_layout(const sim::SimInputs& in) {
+    const sim::Layout& l = in.layout;
+    diagnose::Layout layout;
+    const int world = l.nodes * l.gpus_per_node;
+    const int dp = std::max(1, world / std::max(1, l.tp * l.pp * l.cp));
+    layout.tp = l.tp, layout.pp = l.pp, layout.vpp = l.vpp, layout.cp = l.cp, layout.ep = l.ep, layout.dp = dp;
+    layout.gpus_per_node = l.gpus_per_node, layout.nodes = l.nodes;
+    layout.micro_batch = l.mbs;
+    layout.num_microbatches = std::max(1, l.gbs / std::max(1, l.mbs * dp));
+    layout.recompute = recompute_name(l.recompute);
+    layout.gpu_memory_gib = in.hardware.hbm_gib;
+    layout.peak_tflops = peak_tflops(in.hardware, l.precision);
+    return layout;
+}
+
+diagnose::Layout diagnosis_layout(const recipe::Document& recipe, const gate::Adapter& adapter,
+                                  const cluster::Cluster& cluster) {
+    const auto in = inputs_of(recipe, adapter, cluster, nullptr);
+    return in ? diagnosis_layout(*in) : layout_of(recipe, adapter, cluster);
+}
 
 policy::Preflight preflight_of(const recipe::Document& recipe, const gate::Adapter& adapter,
                                const cluster::Cluster& cluster) {
@@ -83,7 +132,12 @@ Reading read_trial(const std::vector<std::filesystem::path>& logs, const recipe:
         return reading;
     }
     const auto in = inputs_of(recipe, adapter, cluster, nullptr);
-    const auto layout = in ? diagnosis_layout(*in) : diagnose::Layout{};
+    diagnose::Layout layout;
+    try {
+        layout = in ? diagnosis_layout(*in) : layout_of(recipe, adapter, cluster);
+    } catch (const InputError&) {
+        // A GPU with no known specs: the rules judge the run without capacity or peak.
+    }
     const auto diagnosis = diagnose::diagnose(metrics, layout, diagnose::default_rules());
     policy::Measurement& m = reading.measured;
     m.status = std::string(diagnose::status_name(metrics.status));

@@ -1,3 +1,4 @@
+#include <attune/campaign/trial_io.hpp>
 #include <attune/cli/command.hpp>
 #include <attune/cli/validators.hpp>
 #include <attune/cluster/cluster.hpp>
@@ -6,12 +7,10 @@
 #include <attune/diagnose/parse.hpp>
 #include <attune/diagnose/report.hpp>
 #include <attune/gate/adapter.hpp>
-#include <attune/sim/model.hpp>
 
 #include <CLI/CLI.hpp>
 
 #include <chrono>
-#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -27,41 +26,6 @@ struct DiagnoseOptions {
     bool json = false;
 };
 
-/// A whole, positive quantity of the recipe, or nullopt (absent, fractional or not positive).
-std::optional<int> whole(const gate::Adapter& adapter, const recipe::Document& recipe, std::string_view name,
-                         const cluster::Cluster& cluster) {
-    const auto value = adapter.quantity(recipe, name, cluster);
-    if (!value || *value < 1 || *value != std::floor(*value)) return std::nullopt;
-    return static_cast<int>(*value);
-}
-
-/// The run's layout as the recipe's gate adapter reads it, with the cluster's GPU for capacity and
-/// peak. Assembled here, not in diagnose/, so that diagnose depends on neither gate nor sim.
-diagnose::Layout layout_from_recipe(const std::filesystem::path& path, const cluster::Cluster& cluster) {
-    const auto loaded = gate::load_recipe(path, gate::default_rules());
-    const auto& adapter = *loaded.adapter;
-    const auto& recipe = loaded.document;
-    const auto quantity = [&](std::string_view name) { return whole(adapter, recipe, name, cluster); };
-    diagnose::Layout layout;
-    layout.tp = quantity("tp"), layout.pp = quantity("pp"), layout.vpp = quantity("vpp");
-    layout.cp = quantity("cp"), layout.ep = quantity("ep"), layout.dp = quantity("dp");
-    layout.nodes = quantity("nodes"), layout.gpus_per_node = quantity("gpus_per_node");
-    layout.micro_batch = quantity("mbs");
-    // Micro-batches per optimizer step, as the framework derives them (gbs / (mbs x dp) where the
-    // global batch is given; 1 where the adapter derives the global batch from the micro batch).
-    layout.num_microbatches = quantity("grad_accum");
-    if (const auto recompute = adapter.quantity(recipe, "recompute", cluster)) {
-        // The adapters' recompute quantity maps the recipe's setting to 0 none, 1 selective, 2 full.
-        layout.recompute = *recompute >= 2 ? "full" : *recompute >= 1 ? "selective" : "none";
-    }
-    const auto hardware = sim::find_hardware(cluster.gpu);
-    if (!hardware) throw InputError("cluster " + cluster.name + ": unknown GPU " + cluster.gpu + "; expected h100, h200 or b200");
-    layout.gpu_memory_gib = hardware->hbm_gib;
-    // Dense BF16 peak: the reference MFU is quoted against, also for FP8 runs.
-    layout.peak_tflops = hardware->bf16_tflops;
-    return layout;
-}
-
 int execute(const DiagnoseOptions& options) {
     const std::vector<std::filesystem::path> logs(options.logs.begin(), options.logs.end());
     const auto framework = options.framework.empty() ? std::nullopt : std::optional<std::string>(options.framework);
@@ -75,7 +39,8 @@ int execute(const DiagnoseOptions& options) {
     diagnose::Layout layout;
     if (!options.recipe.empty()) {
         const auto cluster = options.cluster_file.empty() ? cluster::default_cluster() : cluster::load_cluster(options.cluster_file);
-        layout = layout_from_recipe(options.recipe, cluster);
+        const auto loaded = gate::load_recipe(options.recipe, gate::default_rules());
+        layout = campaign::diagnosis_layout(loaded.document, *loaded.adapter, cluster);
     }
     const auto diagnosis = diagnose::diagnose(metrics, layout, diagnose::default_rules());
     if (options.json) {

@@ -79,6 +79,11 @@ Recompute parse_recompute(std::string_view value) {
     return Recompute::none;
 }
 
+Precision precision_of(const recipe::Document& r, const gate::Adapter& a) {
+    const std::string fp8 = text(r, a, "fp8");
+    return !fp8.empty() && fp8 != "false" && fp8 != "none" ? Precision::fp8 : Precision::bf16;
+}
+
 SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c) {
     SimInputs in;
     const auto hardware = find_hardware(c.gpu);
@@ -112,8 +117,7 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     l.dispatcher = dispatcher.find("flex") != std::string::npos || dispatcher.find("deepep") != std::string::npos
                        ? Dispatcher::flex
                        : (dispatcher.find("allgather") != std::string::npos ? Dispatcher::allgather : Dispatcher::alltoall);
-    const std::string fp8 = text(r, a, "fp8");
-    l.precision = !fp8.empty() && fp8 != "false" && fp8 != "none" ? Precision::fp8 : Precision::bf16;
+    l.precision = precision_of(r, a);
     if (const auto lr = a.lever_value(r, "learning_rate"); lr && lr->as_number()) in.objective.lr = *lr->as_number();
     if (const auto dropout = a.lever_value(r, "dropout"); dropout && dropout->as_number())
         in.objective.dropout = *dropout->as_number();

@@ -1,4 +1,7 @@
 // Black-box: runs the built `attune diagnose` and checks its JSON document and exit codes.
+#include <attune/campaign/trial_io.hpp>
+#include <attune/util/files.hpp>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -116,6 +119,28 @@ TEST(DiagnoseCli, RecipeGivesTheRulesThePipelineLayoutAndTheGpu) {
     EXPECT_NEAR(facts["mfu"].get<double>(), 469.7 / 989.4, 1e-6);
     EXPECT_EQ(document["bottleneck"], "pipeline-bubble");
     EXPECT_NE(document["headroom"].dump().find("selective recompute"), std::string::npos);
+}
+
+// One run, one MFU: `attune diagnose --recipe` and a campaign reading the same trial's logs divide by
+// the same peak, the dense peak of the precision the GEMMs run in (FP8 here).
+TEST(DiagnoseCli, AnFp8RunHasTheSameMfuHereAsInACampaign) {
+    const std::string log = with_recipe("mcore-throughput-timers-ok.log");
+    auto text = attune::util::read_text_file(with_recipe("nemo-pp8-dp8-full-recompute.yaml"));
+    const auto at = text.find("fp8: False");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 10, "fp8: hybrid");
+    const auto recipe = std::filesystem::temp_directory_path() / ("attune-fp8-" + std::to_string(::getpid()) + ".yaml");
+    std::ofstream(recipe) << text;
+    const auto outcome = run_attune("diagnose --json " + log + " --recipe " + recipe.string());
+    ASSERT_EQ(outcome.exit_code, 0);
+    const double cli_mfu = nlohmann::json::parse(outcome.out)["facts"]["mfu"].get<double>();
+    EXPECT_NEAR(cli_mfu, 469.7 / 1978.9, 1e-6);  // H100's dense FP8 peak
+
+    const auto loaded = attune::gate::load_recipe(recipe, attune::gate::default_rules());
+    const auto reading = attune::campaign::read_trial({log}, loaded.document, *loaded.adapter, attune::cluster::default_cluster());
+    ASSERT_TRUE(reading.measured.mfu.has_value());
+    EXPECT_DOUBLE_EQ(*reading.measured.mfu, cli_mfu);
+    std::filesystem::remove(recipe);
 }
 
 TEST(DiagnoseCli, ClusterFileGivesTheGpuMemory) {

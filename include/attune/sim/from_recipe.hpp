@@ -25,6 +25,9 @@ struct SimInputs {
 /// catalogue by `pretrained_model_name_or_path`. Throws InputError naming what is missing.
 SimInputs from_recipe(const recipe::Document& recipe, const gate::Adapter& adapter, const cluster::Cluster& cluster);
 
+/// The precision the recipe's GEMMs run in (FP8 where its fp8 lever is set to a recipe, BF16 otherwise).
+Precision precision_of(const recipe::Document& recipe, const gate::Adapter& adapter);
+
 /// How a recompute setting reads, lower-cased (`full`, `selective`, `uniform`, `true`, ...).
 Recompute parse_recompute(std::string_view value);
 
