@@ -75,7 +75,7 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     r.recipe = entry.name, r.policy = policy_name, r.seed = seed, r.world_seed = world_seed;
     const auto [oracle, first] = oracles.try_emplace({&entry, world_seed}, 0.0);
     if (first) {
-        const policy::ConfigSpace space(ctx.original, *ctx.adapter, ctx.cluster);
+        const policy::ConfigSpace space(ctx.original, *ctx.adapter, ctx.cluster, *ctx.rules, ctx.gate_policy);
         oracle->second = policy::run_gated_oracle(space, world).best_tokens_per_s_per_gpu;
     }
     r.oracle_tokens_per_s_per_gpu = oracle->second;

@@ -2,6 +2,8 @@
 #include <attune/cli/command.hpp>
 #include <attune/cli/validators.hpp>
 #include <attune/cluster/cluster.hpp>
+#include <attune/core/paths.hpp>
+#include <attune/gate/policy.hpp>
 #include <attune/gate/adapter.hpp>
 #include <attune/policy/config_space.hpp>
 #include <attune/sim/from_recipe.hpp>
@@ -22,6 +24,7 @@ struct SimOptions {
     int steps = 20;
     std::uint64_t world_seed = sim::k_default_world_seed;
     double time_scale = 0;
+    std::string gate_policy_file;
 };
 
 sim::SimInputs load_inputs(const SimOptions& options) {
@@ -69,7 +72,10 @@ int execute_train(const SimOptions& options) {
 int execute_oracle(const SimOptions& options) {
     const auto cluster = options.cluster_file.empty() ? cluster::default_cluster() : cluster::load_cluster(options.cluster_file);
     const auto loaded = gate::load_recipe(options.recipe, gate::default_rules());
-    const policy::ConfigSpace space(loaded.document, *loaded.adapter, cluster);
+    const auto gate_policy = gate::load_policy(data_dir(), options.gate_policy_file.empty()
+                                                               ? std::nullopt
+                                                               : std::optional<std::filesystem::path>(options.gate_policy_file));
+    const policy::ConfigSpace space(loaded.document, *loaded.adapter, cluster, gate::default_rules(), gate_policy);
     const auto result = policy::run_gated_oracle(space, sim::World{options.world_seed});
     const auto edits = space.changes(result.best);
     if (options.json) {
@@ -112,6 +118,7 @@ const Registration k_registration{60, [](CLI::App& app, Action& chosen) {
     common(oracle, *options);
     oracle->add_flag("--json", options->json, "Print one JSON document");
     oracle->add_option("--world-seed", options->world_seed, "Which world (hidden cluster factors)");
+    oracle->add_option("--gate-policy", options->gate_policy_file, "Gate policy the search space obeys (as tune's)");
     oracle->callback([options, &chosen] { chosen = [options] { return execute_oracle(*options); }; });
 }};
 

@@ -5,7 +5,7 @@
 namespace attune::policy::baseline {
 
 const ConfigSpace& SpaceHolder::space(const CampaignState& state) {
-    if (!m_space) m_space = std::make_unique<ConfigSpace>(*state.original, *state.adapter, *state.cluster);
+    if (!m_space) m_space = std::make_unique<ConfigSpace>(*state.original, *state.adapter, *state.cluster, *state.rules, *state.gate_policy);
     return *m_space;
 }
 

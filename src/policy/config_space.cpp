@@ -1,7 +1,6 @@
 #include <attune/policy/config_space.hpp>
 
 #include <attune/core/error.hpp>
-#include <attune/core/paths.hpp>
 #include <attune/gate/verdict.hpp>
 #include <attune/util/strings.hpp>
 
@@ -167,13 +166,14 @@ std::string_view lever_name(Field field) {
     return "";
 }
 
-ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter,
-                         const cluster::Cluster& cluster)
+ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter, const cluster::Cluster& cluster,
+                         const gate::Rules& rules, const gate::Policy& gate_policy)
     : m_original(&original),
       m_adapter(&adapter),
       m_cluster(&cluster),
-      m_inputs(sim::from_recipe(original, adapter, cluster)) {
-    m_gate_policy = gate::load_policy(data_dir(), std::nullopt);
+      m_inputs(sim::from_recipe(original, adapter, cluster)),
+      m_rules(&rules),
+      m_gate_policy(&gate_policy) {
     // Megatron pads the vocabulary to a multiple of make_vocab_size_divisible_by x tp: a tp change
     // rescales that multiple so that the padded vocabulary (part of the model) stays as it was.
     m_vocab_multiple = adapter.quantity(original, "vocab_multiple", cluster);
@@ -331,7 +331,7 @@ bool ConfigSpace::gate_check(const std::vector<int>& values) const {
         options.purpose = gate::Purpose::trial_run;
         options.max_levers = 1000;
         const auto candidate = m_original->with_edits(edit_list(edits_for(values)));
-        return gate::check(*m_original, candidate, *m_adapter, gate::default_rules(), m_gate_policy,
+        return gate::check(*m_original, candidate, *m_adapter, *m_rules, *m_gate_policy,
                            *m_cluster, options)
             .allowed;
     } catch (const InputError&) {

@@ -440,7 +440,7 @@ private:
     const LayoutPlanner* planner_for(const CampaignState& state) {
         if (!m_planner && !m_no_space) {
             try {
-                m_space = std::make_unique<ConfigSpace>(*state.original, *state.adapter, *state.cluster);
+                m_space = std::make_unique<ConfigSpace>(*state.original, *state.adapter, *state.cluster, *state.rules, *state.gate_policy);
                 m_planner = std::make_unique<LayoutPlanner>(*m_space, k_memory_margin);
             } catch (const InputError&) {
                 m_no_space = true;  // the simulator cannot model this recipe: rank by estimate alone

@@ -1,6 +1,6 @@
 #pragma once
-// The tuners a user would pick instead of attune's agent (DESIGN.md, "Policies"), behind the same
-// Policy interface, judged by the same gate and charged by the same ledger. Each proposes a whole
+// The tuners a user would pick instead of attune's agent (docs/campaign.md, "The other policies"),
+// behind the same Policy interface, judged by the same gate and charged by the same ledger. Each proposes a whole
 // configuration of the lever space (policy/config_space.hpp) at once, not one lever.
 
 #include <attune/policy/policy.hpp>

@@ -52,9 +52,10 @@ class ConfigSpace {
 public:
     /// The space around `original`. Throws InputError when the simulator cannot model the recipe.
     /// A lever the gate refuses to move at all for this recipe (the micro batch of a MoE recipe whose
-    /// balancing loss is per micro batch) is left out.
-    ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter,
-                const cluster::Cluster& cluster);
+    /// balancing loss is per micro batch) is left out. `rules` and `gate_policy` are the campaign's
+    /// (a user's --gate-policy shapes the space); all four must outlive the space.
+    ConfigSpace(const recipe::Document& original, const gate::Adapter& adapter, const cluster::Cluster& cluster,
+                const gate::Rules& rules, const gate::Policy& gate_policy);
 
     [[nodiscard]] const std::vector<Dimension>& dimensions() const { return m_dims; }
     /// The number of points (the product of the option counts).
@@ -67,7 +68,7 @@ public:
     /// Structurally valid: the world shape, divisibility (heads and kv heads by tp, layers by pp x vpp,
     /// gbs by mbs x dp, experts by ep, sequence by 2 x cp) hold. Says nothing about memory.
     [[nodiscard]] bool consistent(const Point& point) const;
-    /// Consistent, and the gate (its default rules and policy, any number of levers) allows the
+    /// Consistent, and the gate (the campaign's rules and policy, any number of levers) allows the
     /// edits against the original: the invariants the simulator does not check (padded vocabulary,
     /// feature dependencies, HyperPod's per-rank batch). About a millisecond; cached per point.
     [[nodiscard]] bool admissible(const Point& point) const;
@@ -119,7 +120,8 @@ private:
     std::optional<Point> m_original_point;
     std::optional<std::string> m_sp_path, m_method_path, m_layers_path, m_vocab_path;
     std::optional<double> m_vocab_multiple;
-    gate::Policy m_gate_policy;
+    const gate::Rules* m_rules;
+    const gate::Policy* m_gate_policy;
     mutable std::map<std::vector<int>, bool> m_admissible;  ///< by lever values
     /// For the levers whose key is an enumeration (dispatcher, expert GEMMs): what each value the
     /// simulator reads is written as.

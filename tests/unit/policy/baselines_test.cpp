@@ -33,6 +33,11 @@ struct Loaded {
     cluster::Cluster cluster = cluster::default_cluster();
 };
 
+const gate::Policy& default_gate_policy() {
+    static const gate::Policy policy = gate::load_policy(data_dir(), std::nullopt);
+    return policy;
+}
+
 Loaded load(const std::string& recipe) {
     return {gate::load_recipe(example("recipes/" + recipe), gate::default_rules()),
             cluster::default_cluster()};
@@ -40,7 +45,7 @@ Loaded load(const std::string& recipe) {
 
 TEST(ConfigSpace, HasTheNeMoLayoutLeversAndRoundTripsEveryPoint) {
     const auto l = load("nemo-llama3-8b-h100.yaml");
-    const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster);
+    const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster, gate::default_rules(), default_gate_policy());
     std::set<Field> fields;
     for (const auto& d : space.dimensions()) fields.insert(d.field);
     for (const Field f : {Field::tp, Field::pp, Field::cp, Field::mbs, Field::recompute})
@@ -63,7 +68,7 @@ TEST(ConfigSpace, AdmissiblePointsPassTheGateAgainstTheOriginal) {
     for (const std::string recipe :
          {"nemo-llama3-8b-h100.yaml", "nemo-mixtral-8x7b-h100.yaml", "hyperpod-llama3-8b-h100.yaml"}) {
         const auto l = load(recipe);
-        const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster);
+        const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster, gate::default_rules(), default_gate_policy());
         const auto gate_policy = gate::load_policy(data_dir(), std::nullopt);
         std::mt19937_64 rng(5);
         int admitted = 0;
@@ -90,7 +95,7 @@ TEST(GatedOracle, CountsOnlyWhatTheGateAllows) {
     const gate::LoadedRecipe recipe =
         gate::load_recipe(example("bench/hyperpod-llama3-8b-h200-draft.yaml"), gate::default_rules());
     const cluster::Cluster cluster = cluster::load_cluster(example("bench/clusters/p5e-h200-2nodes.yaml"));
-    const ConfigSpace space(recipe.document, *recipe.adapter, cluster);
+    const ConfigSpace space(recipe.document, *recipe.adapter, cluster, gate::default_rules(), default_gate_policy());
     const sim::World world;
     const auto& in = space.inputs();
     const auto ungated = sim::run_oracle(world, in.hardware, in.model, in.layout, sim::lever_space(*recipe.adapter));
@@ -115,7 +120,7 @@ TEST(GatedOracle, KeepsTheRecipesOwnUnevenPipelineSplit) {
     const gate::LoadedRecipe recipe =
         gate::load_recipe(example("bench/nemo-llama31-405b-h100-recipe-on-b200.yaml"), gate::default_rules());
     const cluster::Cluster cluster = cluster::load_cluster(example("bench/clusters/p6-b200-16nodes.yaml"));
-    const ConfigSpace space(recipe.document, *recipe.adapter, cluster);
+    const ConfigSpace space(recipe.document, *recipe.adapter, cluster, gate::default_rules(), default_gate_policy());
     ASSERT_TRUE(space.original_point().has_value());
     EXPECT_TRUE(space.consistent(*space.original_point()));
     const auto result = run_gated_oracle(space, sim::World{});
@@ -128,7 +133,7 @@ TEST(ConfigSpace, HasTheMoEBackendChoicesAndWritesThemAsTheRecipeSpellsThem) {
     const gate::LoadedRecipe recipe =
         gate::load_recipe(example("bench/nemo-mixtral-8x7b-h200-draft.yaml"), gate::default_rules());
     const cluster::Cluster cluster = cluster::load_cluster(example("bench/clusters/p5e-h200-4nodes.yaml"));
-    const ConfigSpace space(recipe.document, *recipe.adapter, cluster);
+    const ConfigSpace space(recipe.document, *recipe.adapter, cluster, gate::default_rules(), default_gate_policy());
     std::map<Field, std::size_t> options;
     for (const auto& d : space.dimensions()) options[d.field] = d.options.size();
     EXPECT_EQ(options[Field::dispatcher], 3u) << "allgather, alltoall (alltoall_seq reads the same), flex";
@@ -149,7 +154,7 @@ TEST(ConfigSpace, ItsLayoutIsWhatTheSimulatorReadsFromTheEditedRecipe) {
     for (const std::string recipe : {"nemo-llama3-8b-h100.yaml", "nemo-llama3-70b-h100.yaml",
                                      "nemo-mixtral-8x7b-h100.yaml", "hyperpod-llama3-8b-h100.yaml"}) {
         const auto l = load(recipe);
-        const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster);
+        const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster, gate::default_rules(), default_gate_policy());
         std::mt19937_64 rng(1);
         int compared = 0;
         for (int i = 0; i < 3000 && compared < 30; ++i) {
@@ -197,7 +202,7 @@ void expect_sound(const Outcome& o, const std::string& policy) {
     ASSERT_TRUE(r.end.has_value());
     EXPECT_LE(r.spent_gpu_s, r.budget_gpu_s() + 1e-6) << policy;
     int candidates = 0;
-    const ConfigSpace space(o.context.original, *o.context.adapter, o.context.cluster);
+    const ConfigSpace space(o.context.original, *o.context.adapter, o.context.cluster, *o.context.rules, o.context.gate_policy);
     for (const auto& t : r.trials) {
         if (t.view.kind != "candidate") continue;
         ++candidates;
@@ -236,7 +241,7 @@ TEST(BaselinePolicies, GridRunsItsConfigurationsInAscendingOrderWithinBudget) {
     const TempDir dir;
     const auto o = campaign_of(dir, "grid", "nemo-llama3-8b-h100.yaml", 40);
     expect_sound(o, "grid");
-    const ConfigSpace space(o.context.original, *o.context.adapter, o.context.cluster);
+    const ConfigSpace space(o.context.original, *o.context.adapter, o.context.cluster, *o.context.rules, o.context.gate_policy);
     std::vector<int> tps;
     for (const auto& t : o.record.trials) {
         if (t.view.kind != "candidate") continue;
@@ -258,7 +263,7 @@ TEST(BaselinePolicies, ProposeTheSameAfterAResumeForTheSameHistory) {
     const auto o = campaign_of(dir, "bayes", "nemo-llama3-8b-h100.yaml", 25);
     CampaignState state;
     state.original = &o.context.original, state.adapter = o.context.adapter,
-    state.cluster = &o.context.cluster;
+    state.cluster = &o.context.cluster, state.rules = o.context.rules, state.gate_policy = &o.context.gate_policy;
     for (const auto& t : o.record.trials) state.history.push_back(t.view);
     for (const std::string name : {"random", "bayes", "grid"}) {
         campaign::PolicyOptions options;

@@ -2,6 +2,7 @@
 // whole node, pp 4, full recompute, on 8 x 8 H100): greedy by predicted speed, recompute goes first
 // and spends the memory that tp down needs; the plan takes tp down first.
 #include <attune/campaign/trial_io.hpp>
+#include <attune/core/paths.hpp>
 #include <attune/gate/adapter.hpp>
 #include <attune/policy/config_space.hpp>
 #include <attune/policy/layout_plan.hpp>
@@ -16,7 +17,8 @@ struct Fixture {
     gate::LoadedRecipe loaded = gate::load_recipe(std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-70b-h100.yaml",
                                                   gate::default_rules());
     cluster::Cluster cluster = cluster::default_cluster();
-    ConfigSpace space{loaded.document, *loaded.adapter, cluster};
+    gate::Policy gate_policy = gate::load_policy(data_dir(), std::nullopt);
+    ConfigSpace space{loaded.document, *loaded.adapter, cluster, gate::default_rules(), gate_policy};
 
     Point point(const Edits& edits) const {
         const auto p = space.point_of(edits);
@@ -65,6 +67,7 @@ TEST(RulesPolicy, OnThe70BExampleProposesTpDownFirst) {
     s.original = &f.loaded.document;
     s.adapter = f.loaded.adapter;
     s.cluster = &f.cluster;
+    s.rules = &gate::default_rules(), s.gate_policy = &f.gate_policy;
     s.incumbent_measured = &measured;
     s.history.push_back({.n = 0, .kind = "baseline", .lever = "", .move = "baseline", .edits = {}, .incumbent = -1,
                          .outcome = "ok", .preflight = std::nullopt, .measured = measured, .accepted = false});

@@ -1,6 +1,8 @@
 // The rules policy on the NeMo 8B example: which move it proposes, with which companion edits,
 // and what it refuses to propose again.
 #include <attune/campaign/trial_io.hpp>
+#include <attune/core/paths.hpp>
+#include <attune/gate/policy.hpp>
 #include <attune/gate/adapter.hpp>
 #include <attune/gate/verdict.hpp>
 #include <attune/policy/rules_policy.hpp>
@@ -15,6 +17,7 @@ struct Fixture {
     gate::LoadedRecipe loaded = gate::load_recipe(std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
                                                   gate::default_rules());
     cluster::Cluster cluster = cluster::default_cluster();
+    gate::Policy gate_policy = gate::load_policy(data_dir(), std::nullopt);
     policy::Measurement measured;
 
     Fixture() {
@@ -30,6 +33,7 @@ struct Fixture {
         s.original = &loaded.document;
         s.adapter = loaded.adapter;
         s.cluster = &cluster;
+        s.rules = &gate::default_rules(), s.gate_policy = &gate_policy;
         s.incumbent = 0;
         s.incumbent_edits = incumbent;
         s.incumbent_measured = &measured;
