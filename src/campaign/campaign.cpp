@@ -182,7 +182,7 @@ private:
     }
 
     bool confirm_affordable(const CampaignRecord& record) const {
-        const double cost = trial_cost(record.best().view.edits);
+        const double cost = trial_cost(record, record.best().view.edits);
         const std::map<std::string, double> facts{{"budget_left_gpuh", record.left_gpu_s() / 3600},
                                                   {"trial_cost_gpuh", cost / 3600}};
         return m_ctx.search->acceptance.confirm_best.holds(facts) && worst_case(record.best().view.edits) <= record.left_gpu_s();
@@ -224,7 +224,7 @@ private:
         state.incumbent_measured = record.best().view.measured ? &*record.best().view.measured : nullptr;
         for (const auto& trial : record.trials) state.history.push_back(trial.view);
         state.budget_left_gpu_s = record.left_gpu_s();
-        state.trial_cost_gpu_s = trial_cost(state.incumbent_edits);
+        state.trial_cost_gpu_s = trial_cost(record, state.incumbent_edits);
         state.estimate = [this](const policy::Edits& edits) { return estimate(edits); };
         state.read_log = [this, &record](int n, const std::string& pattern, int tail) { return log_lines(record, n, pattern, tail); };
         state.rules = m_ctx.rules;
@@ -351,10 +351,26 @@ private:
     double worst_case(const policy::Edits& edits) const { return time_limit(estimate(edits)) * gpus(edits); }
 
     /// What a trial is expected to cost: start-up plus the steps at the nominal speed.
-    double trial_cost(const policy::Edits& edits) const {
+    double trial_cost(const CampaignRecord& record, const policy::Edits& edits) const {
         const auto p = estimate(edits);
         if (!p.estimated || !p.valid) return worst_case(edits);
-        return (launch::k_sim_startup_s + steps() * p.step_time_s) * gpus(edits);
+        return (startup_s(record) + steps() * p.step_time_s) * gpus(edits);
+    }
+
+    /// What a trial pays beyond its steps: the backend's fixed start-up, else the median of what
+    /// this campaign's single-attempt ok trials paid beyond their steady steps (start-up and
+    /// warm-up), and the time limit's allowance before one has finished.
+    double startup_s(const CampaignRecord& record) const {
+        if (m_ctx.fixed_startup_s) return *m_ctx.fixed_startup_s;
+        std::vector<double> paid;
+        for (const auto& trial : record.trials) {
+            const auto& m = trial.view.measured;
+            if (trial.attempts != 1 || !m || m->status != "ok" || !m->step_time_s || trial.gpu_seconds <= 0) continue;
+            paid.push_back(std::max(0.0, trial.gpu_seconds / gpus(trial.view.edits) - trial.steps * *m->step_time_s));
+        }
+        if (paid.empty()) return k_startup_allowance_s;
+        std::nth_element(paid.begin(), paid.begin() + std::ptrdiff_t(paid.size() / 2), paid.end());
+        return paid[paid.size() / 2];
     }
 
     void preflight(const CampaignRecord& record, const TrialRecord& trial) {
@@ -527,7 +543,7 @@ private:
                                             {"stepping_stone", trial.stepping_stone ? 1.0 : 0.0},
                                             {"plan_gain", trial.plan_gain},
                                             {"budget_left_gpuh", record.left_gpu_s() / 3600},
-                                            {"trial_cost_gpuh", trial_cost(best.view.edits) / 3600}};
+                                            {"trial_cost_gpuh", trial_cost(record, best.view.edits) / 3600}};
         if (const auto predicted = policy::predicted_gain(trial.view, best.view)) facts["predicted_gain"] = *predicted;
         if (keeps_neutral(facts)) return {"accept", kept_reason(facts), gain};
         return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};

@@ -58,7 +58,8 @@ Context context_of(const fs::path& dir, const fs::path& recipe, const std::strin
                    .no_skills = false,
                    .max_queue_wait_s = 0,
                    .preflight_verdicts = true,
-                   .max_levers = std::nullopt};
+                   .max_levers = std::nullopt,
+                   .fixed_startup_s = std::nullopt};
 }
 
 // The embedded simulated cluster runs only what its model can build: a recipe with no model shape or
@@ -71,6 +72,13 @@ void require_simulable(const fs::path& recipe, const Context& context) {
 }
 
 }  // namespace
+
+std::optional<double> fixed_startup_of(const json& start) {
+    // Journals from before the key were charged the simulated cluster's start-up on every backend.
+    if (!start.contains("fixed_startup_s")) return launch::k_sim_startup_s;
+    if (start["fixed_startup_s"].is_number()) return start["fixed_startup_s"].get<double>();
+    return std::nullopt;
+}
 
 Opened create(const fs::path& dir, const Settings& settings) {
     if (settings.budget_gpu_s <= 0) throw InputError("--budget: expected a positive GPU-time such as 200gpuh");
@@ -97,6 +105,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
     context.max_queue_wait_s = settings.max_queue_wait_s;
     context.preflight_verdicts = settings.preflight_verdicts;
     context.max_levers = settings.max_levers;
+    context.fixed_startup_s = settings.replayed_fixed_startup_s ? settings.replayed_fixed_startup_s
+                                                                : launch::fixed_startup_s(settings.backend);
     Journal journal = Journal::open(dir);
     journal.append("campaign-start",
                    {{"recipe", settings.recipe.string()},
@@ -118,8 +128,9 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"max_queue_wait_s", settings.max_queue_wait_s},
                     {"preflight_verdicts", settings.preflight_verdicts},
                     {"max_levers", settings.max_levers ? json(*settings.max_levers) : json(nullptr)},
+                    {"fixed_startup_s", context.fixed_startup_s ? json(*context.fixed_startup_s) : json(nullptr)},
                     {"rules_hash", context.rules->hash()},
-                    {"search_rules", context.search->source},
+                    {"search_rules", fs::path(context.search->source).lexically_relative(data_dir()).string()},
                     {"attune_version", ATTUNE_VERSION}});
     return {std::move(context), std::move(journal), std::move(lock)};
 }
@@ -151,6 +162,7 @@ Opened reopen(const fs::path& dir, bool lock) {
     context.max_queue_wait_s = start.value("max_queue_wait_s", 0.0);
     context.preflight_verdicts = start.value("preflight_verdicts", true);
     if (start.contains("max_levers") && start["max_levers"].is_number_integer()) context.max_levers = start["max_levers"].get<int>();
+    context.fixed_startup_s = fixed_startup_of(start);
     return {std::move(context), std::move(journal), std::move(held)};
 }
 

@@ -52,6 +52,7 @@ Settings settings_of(const fs::path& dir, const json& start) {
     s.llm = start.value("llm", "");
     s.llm_url = start.value("llm_url", "");
     s.no_skills = start.value("no_skills", false);
+    s.replayed_fixed_startup_s = fixed_startup_of(start);
     return s;
 }
 

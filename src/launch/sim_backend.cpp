@@ -53,6 +53,11 @@ private:
 
 }  // namespace
 
+std::optional<double> fixed_startup_s(std::string_view backend) {
+    if (backend == "sim") return k_sim_startup_s;
+    return std::nullopt;
+}
+
 std::unique_ptr<Backend> make_sim_backend(const cluster::Cluster& cluster, std::uint64_t world_seed) {
     return std::make_unique<SimBackend>(cluster, world_seed);
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The campaign loop (DESIGN.md, "The flow of one step"): baseline, then propose one lever, gate,
+// The campaign loop (docs/campaign.md, "The loop"): baseline, then propose one lever, gate,
 // preflight, launch, measure, accept or revert, until the budget or the policy stops. Every
 // step is journaled before the next begins, and the loop reads its state back from the journal,
 // so a campaign killed at any point resumes where it was.
@@ -42,6 +42,9 @@ struct Settings {
     bool preflight_verdicts = true;          ///< false: predicted OOMs and infeasible layouts are launched anyway
                                              ///< (policies that have no preflight, such as random search)
     std::optional<int> max_levers;           ///< the gate's --max-levers for each candidate; none: no limit
+    /// A replay: the start-up the replayed campaign's backend charged (launch::fixed_startup_s of
+    /// it); otherwise unset, and the backend's own is used.
+    std::optional<double> replayed_fixed_startup_s;
 };
 
 /// One line per finished trial for the user's terminal.
@@ -67,7 +70,13 @@ struct Context {
     double max_queue_wait_s = 0;
     bool preflight_verdicts = true;          ///< see Settings
     std::optional<int> max_levers;           ///< see Settings
+    /// The start-up every trial is charged when the backend fixes it (the simulated cluster's);
+    /// unset, the campaign learns it from its finished trials (campaign-start `fixed_startup_s`).
+    std::optional<double> fixed_startup_s;
 };
+
+/// The fixed start-up a campaign's journal says its trials were charged (its campaign-start event).
+std::optional<double> fixed_startup_of(const nlohmann::json& campaign_start);
 
 /// A campaign folder held by this process: its context, its journal and the lock on it.
 struct Opened {

@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attune::launch {
@@ -64,6 +66,10 @@ public:
 
 /// Simulated job start-up charged to every trial (container, NCCL init, model build), seconds.
 inline constexpr double k_sim_startup_s = 150;
+
+/// The start-up a backend charges every trial when it is fixed before anything runs (the simulated
+/// cluster's); nullopt where only the trials' own charges tell it (a real node or cluster).
+std::optional<double> fixed_startup_s(std::string_view backend);
 
 /// The embedded simulated cluster: trials run in-process in a seeded world the estimator does not
 /// see; time is simulated, so a campaign of hundreds of GPU-hours takes seconds.
