@@ -109,12 +109,31 @@ std::string user_turn(const CampaignState& state, const recipe::Document& incumb
     return "Campaign state:\n" + s.dump(1) + "\nPropose the next change, or stop.";
 }
 
+/// Whether writing `value` at `path` changes nothing the framework runs with: the incumbent already
+/// holds it (after interpolation), or leaves the key out and the value is what the framework then
+/// uses (the adapter's quantity default for the key's lever).
+bool holds_already(const CampaignState& state, const recipe::Document& incumbent, const std::string& path,
+                   const recipe::Value& value) {
+    if (const auto* current = incumbent.find(path)) return current->same_as(value, recipe::Value::Numeric::coerce);
+    if (value.is_null()) return true;
+    const gate::KeyRule* rule = state.adapter->classify(path);
+    if (rule == nullptr || rule->lever.empty()) return false;
+    const auto paths = state.adapter->quantity_paths(rule->lever);
+    if (std::find(paths.begin(), paths.end(), path) == paths.end()) return false;
+    const auto framework_default = state.adapter->quantity(incumbent, rule->lever, *state.cluster);
+    const auto wanted = value.kind() == recipe::Value::Kind::boolean ? std::optional<double>(value.as_bool().value_or(false) ? 1 : 0)
+                                                                      : value.as_number();
+    return framework_default && wanted && *framework_default == *wanted;
+}
+
 /// Reads the model's `edits` argument against the adapter: known keys, values in their
-/// domains, one lever. Returns the error to answer, or empty with `edits` filled.
+/// domains, one lever; keys proposed at the value the incumbent runs with are dropped. Returns the
+/// error to answer, or empty with `edits` filled.
 std::string parse_edits(const CampaignState& state, const json& arguments, Edits& edits, std::string& lever) {
     if (!arguments.contains("edits") || !arguments["edits"].is_object() || arguments["edits"].empty())
         return "`edits` must be a non-empty object of key path -> value";
     std::set<std::string> levers;
+    const recipe::Document incumbent = state.original->with_edits(edit_list(state.incumbent_edits));
     for (const auto& [path, raw] : arguments["edits"].items()) {
         if (path.size() > 256) return "a key path longer than 256 characters";
         const gate::KeyRule* rule = state.adapter->classify(path);
@@ -123,9 +142,13 @@ std::string parse_edits(const CampaignState& state, const json& arguments, Edits
             return fmt::format("'{}': expected a single scalar value", path);
         const recipe::Value value = raw.is_string() ? recipe::Value::from_plain(raw.get<std::string>()) : recipe::Value::from_json(raw);
         if (const auto why = rule->domain.violation(value); !why.empty()) return fmt::format("'{}': {}", path, why);
+        if (holds_already(state, incumbent, path, value)) continue;  // a key written as it is: no part of the move
         edits.insert_or_assign(path, value);
         levers.insert(rule->lever);
     }
+    if (edits.empty())
+        return "no move: the incumbent already runs with every value proposed, so a trial would measure the same "
+               "configuration again; propose a change";
     // Companion keys move with their lever and do not count as a second one.
     std::set<std::string> main = levers;
     for (const auto& [path, value] : edits)

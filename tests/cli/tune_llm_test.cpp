@@ -178,6 +178,34 @@ TEST(TuneLlm, ATimeoutIsRetriedAndAMalformedAnswerFallsBackToRulesBothJournaled)
     EXPECT_TRUE(fell_back);
 }
 
+TEST(TuneLlm, AProposalOfValuesTheIncumbentAlreadyRunsWithIsNoMoveAndIsNeverLaunched) {
+    LoopbackServer server;
+    // The recipe's global batch is 512 and it leaves cpu_offloading out (NeMo's default: false).
+    server.enqueue(tool_call("propose_change", R"({"edits": {"model.global_batch_size": 512}, "rationale": "same batch"})"));
+    server.enqueue(tool_call("propose_change", R"({"edits": {"model.cpu_offloading": false}, "rationale": "no offload"})"));
+    // A real move with a key written as it already is: only the real change is launched.
+    server.enqueue(tool_call("propose_change",
+                             R"({"edits": {"model.optim.overlap_grad_sync": true, "model.global_batch_size": 512}, "rationale": "overlap"})"));
+    server.enqueue(tool_call("stop", R"({"reason": "enough"})"));
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const auto result = run_attune({"-q", "tune", std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
+                                    "--budget", "60gpuh", "--policy", "llm", "--llm", "openai:m", "--llm-url", server.url() + "/v1",
+                                    "--campaign", campaign.string()},
+                                   {}, {"OPENAI_API_KEY=x"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    std::vector<std::string> refusals;
+    std::vector<json> proposed;
+    for (const auto& e : events_of(campaign)) {
+        if (e["type"] == "llm-refused") refusals.push_back(e["reason"].get<std::string>());
+        if (e["type"] == "trial-proposed" && e["kind"] == "candidate") proposed.push_back(e["edits"]);
+    }
+    ASSERT_EQ(refusals.size(), 2u);
+    for (const auto& reason : refusals) EXPECT_NE(reason.find("no move"), std::string::npos) << reason;
+    ASSERT_GE(proposed.size(), 1u);
+    EXPECT_EQ(proposed.front(), json({{"model.optim.overlap_grad_sync", true}})) << proposed.front().dump();
+}
+
 TEST(TuneLlm, NoSkillsLeavesTheSkillSetOutOfThePrompt) {
     LoopbackServer server;
     server.enqueue(tool_call("stop", R"({"reason": "testing"})"));
