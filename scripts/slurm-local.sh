@@ -5,9 +5,16 @@
 # Everything (configs, munge key, sockets, PID files, logs, state, DB) lives under DIR
 # (default $SLURM_DIR or /tmp/attune-slurm). Clients need `export SLURM_CONF=DIR/etc/slurm.conf`
 # (`source DIR/env.sh`). up is idempotent (a no-op when the cluster is already up with the same
-# settings); down stops exactly the daemons named by DIR/run/*.pid. Adapted from the set-up recorded
-# in ../shared/reference/slurm-local.md (knobs: SLURM_ACCOUNTING, SLURM_GPUS, SLURM_CPUS, ports,
-# SLURM_FRESH, SLURM_SKIP_INSTALL, SLURM_UP_TIMEOUT — see that page).
+# settings); down stops exactly the daemons named by DIR/run/*.pid. Config keys: the Slurm docs
+# (https://slurm.schedmd.com/slurm.conf.html, gres.conf.html, slurmdbd.conf.html, sacct.html).
+# Knobs (environment): SLURM_ACCOUNTING=dbd|jobcomp (default dbd: slurmdbd + MariaDB, full sacct;
+# jobcomp: no database, only `sacct -c`, no AllocTRES), SLURM_GPUS=8, SLURM_CPUS=$(nproc) (more than
+# nproc adds SlurmdParameters=config_overrides), SLURM_CLUSTER=local, ports SLURMCTLD_PORT/
+# SLURMD_PORT/SLURMDBD_PORT/SLURM_MYSQL_PORT (6817/6818/6819/3307; a second cluster needs others),
+# SLURM_FRESH=1 (wipe state and database), SLURM_SKIP_INSTALL=1 (fail on missing packages instead
+# of apt-get install), SLURM_UP_TIMEOUT=60 (seconds to wait for each daemon and the idle node).
+# Fake GPUs: gres.conf must give File= paths (a count-only GPU GRES is dropped and the node drains);
+# symlinks to /dev/null are accepted without warnings.
 set -euo pipefail
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
 cmd="${1:-}"; shift || true

@@ -29,8 +29,9 @@ using detail::DialectSpec;
 using detail::Field;
 
 // A failure sign: text that, when present (and `unless` absent), points at a status. When several
-// signs appear the highest rank is the root cause (README of ../shared/logs: Slurm's DUE TO reason
-// outranks what follows it, hardware outranks the NCCL errors it causes, and so on).
+// signs appear the highest rank is the root cause (the convention the diagnosis test logs are
+// labelled with: Slurm's DUE TO reason outranks what follows it, hardware outranks the NCCL errors
+// it causes, and so on).
 struct Signature {
     detail::Needle needle;
     Status status;

@@ -1,5 +1,7 @@
-// Builds simulator inputs from published.csv rows. The columns are documented in
-// ../shared/calibration/calibration_notes.md; unpublished settings follow the notes there.
+// Builds simulator inputs from published.csv rows (data/calibration/published.csv; each row's source
+// and source_url name the publication). Settings the tables do not publish (recompute, etp) are
+// filled from Megatron-Bridge's perf recipes for the same layout (NVIDIA-NeMo/Megatron-Bridge
+// src/megatron/bridge/perf_recipes), as each row's columns say.
 
 #include <attune/sim/calibration.hpp>
 
@@ -81,7 +83,8 @@ struct Columns {
 
 double number(const std::string& text) { return util::parse_number(util::trim(text)).value_or(0.0); }
 
-// FLOPs per token in the non-causal convention of NeMo <= 25.07 and Megatron-LM r0.8 (formulas.md §1).
+// FLOPs per token in the non-causal convention of NeMo <= 25.07 and Megatron-LM r0.8 (NVIDIA/NeMo
+// nemo/utils/flops_formulas.py before 6251117f4c; Narayanan et al. 2021, arXiv:2104.04473, §5.1).
 double noncausal_flops_per_token(const ModelShape& m) {
     ModelShape shape = m;
     const double causal = flops_per_token(shape);

@@ -1,5 +1,7 @@
-// Built-in hardware and model catalogues. Hardware facts: ../shared/calibration/hardware.md.
-// Model shapes: ../shared/calibration/models.csv (each row cites its config source), plus the
+// Built-in hardware and model catalogues. Hardware facts: NVIDIA's H100, H200 and B200 datasheets
+// (dense peaks: half the datasheets' sparse figures), the DGX B200 spec and AWS's EC2 accelerated-
+// computing instance specifications. Model shapes: each model's published config (Hugging Face
+// config.json; Llama 3 paper, arXiv:2407.21783, Table 3), plus the
 // older NeMo / Megatron-LM benchmark models named in published.csv, from their published configs.
 
 #include <attune/sim/model.hpp>
@@ -12,8 +14,8 @@ namespace attune::sim {
 namespace {
 
 // Usable HBM: nvidia-smi totals (H100 81559 MiB, H200 143771 MiB; AWS p6-b200 179 GiB).
-// h100_500w: Meta's Grand Teton H100 (torchtitan's benchmarks; hardware.md): the same GH100 die with
-// 96 GB HBM2e at 2.4 TB/s and a 500 W cap. Under the cap, dense GEMMs hold about 1.6 GHz instead of
+// h100_500w: Meta's Grand Teton H100 (pytorch/torchtitan benchmarks/llama3_h100_202412_torchtitan.md):
+// the same GH100 die with 96 GB HBM2e at 2.4 TB/s and a 500 W cap. Under the cap, dense GEMMs hold about 1.6 GHz instead of
 // the 700 W part's 1.98 GHz boost (the 350 W H100 PCIe is rated 756 TF BF16 at a similar clock with
 // fewer SMs), so its sustained peaks are taken as 1.6/1.98 of the SXM part's.
 // Fused attention (forward + backward, causal) on Hopper: the cuDNN / FlashAttention-2 kernels that

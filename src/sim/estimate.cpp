@@ -1,5 +1,8 @@
 // The nominal analytic model: FLOPs, GEMM efficiency, collectives, bubble and memory.
-// Formulas and references: ../shared/calibration/formulas.md (sections named below).
+// Formulas and references, by the marks used below: §1b FLOPs, Megatron-LM megatron/training/training.py
+// (num_floating_point_operations); §2 pipeline bubble, Narayanan et al. 2021 (arXiv:2104.04473) §2.2;
+// §3 activation memory, Korthikanti et al. 2022 (arXiv:2205.05198) Table 2; §5 communication volumes,
+// Megatron-LM and calculon (Isaev et al., SC'23).
 
 #include <attune/sim/model.hpp>
 

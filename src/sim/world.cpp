@@ -1,6 +1,7 @@
 // The world's hidden factors and the simulated training run's log lines. The log shapes follow
-// ../shared/logs/megatron/mcore-throughput-timers-ok.log, ../shared/logs/automodel/new-tps-per-gpu-ok.log
-// and PyTorch's OutOfMemoryError / ProcessGroupNCCL watchdog wording, so attune diagnose parses them.
+// Megatron-LM's iteration line and memory report (NVIDIA/Megatron-LM megatron/training/training.py),
+// NeMo AutoModel's step line (NVIDIA-NeMo/Automodel nemo_automodel/recipes/llm/train_ft.py) and
+// PyTorch's OutOfMemoryError / ProcessGroupNCCL watchdog wording, so attune diagnose parses them.
 
 #include <attune/sim/world.hpp>
 

@@ -5,7 +5,7 @@
 
 namespace attune {
 
-/// The process exit codes: a tested contract (README, DESIGN.md).
+/// The process exit codes: a tested contract (README).
 enum class ExitCode : int {
     ok = 0,
     failure = 1,      ///< a runtime failure; the reason is on stderr

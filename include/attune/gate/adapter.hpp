@@ -12,7 +12,7 @@
 
 namespace attune::gate {
 
-/// What a key does to training (DESIGN.md, "Recipes and levers").
+/// What a key does to training (docs/gate.md, "Classes").
 enum class KeyClass { performance, numerics, objective, derived, unknown };
 std::string to_string(KeyClass key_class);
 

@@ -54,7 +54,7 @@ struct CheckOptions {
     bool allow_unknown = false;     ///< or the policy's allow_unknown
 };
 
-/// Judges `candidate` against the ORIGINAL recipe `baseline` (DESIGN.md, "The gate"): every
+/// Judges `candidate` against the ORIGINAL recipe `baseline` (docs/gate.md): every
 /// changed key by its class, duplicate keys, the invariants, and the number of levers.
 Verdict check(const recipe::Document& baseline, const recipe::Document& candidate, const Adapter& adapter,
               const Rules& rules, const Policy& policy, const cluster::Cluster& cluster, const CheckOptions& options);

@@ -1,5 +1,5 @@
 #pragma once
-// Calibration against published measurements (../shared/calibration/published.csv, read in place).
+// Calibration against published measurements (data/calibration/published.csv).
 
 #include <attune/sim/model.hpp>
 

@@ -9,7 +9,7 @@
 namespace attune::sim {
 
 /// One GPU type with its node and network: dense peaks, HBM, NVLink, scale-out per GPU.
-/// Facts from ../shared/calibration/hardware.md (dense, not sparse; NVLink bidirectional).
+/// Facts from NVIDIA's H100/H200/B200 datasheets (dense, not sparse; NVLink bidirectional).
 struct Hardware {
     std::string_view name;          ///< "h100", "h100_500w", "h200", "b200"
     double bf16_tflops = 0;         ///< dense BF16 peak, TFLOP/s
