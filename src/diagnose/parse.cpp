@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <future>
 #include <limits>
 #include <string>
@@ -37,7 +38,11 @@ struct Signature {
     Status status;
     int rank;
     detail::Needle unless = {};
+    std::string_view cause = {};  // for an oom: what ran out (RunMetrics::cause)
 };
+
+constexpr std::string_view k_gpu_memory = "gpu-memory";
+constexpr std::string_view k_host_memory = "host-memory";
 
 const std::vector<Signature>& signatures() {
     static const std::vector<Signature> table = {
@@ -48,7 +53,8 @@ const std::vector<Signature>& signatures() {
         {"ended in state PREEMPTED", Status::preempted, 100},
         {"ended in state NODE_FAIL", Status::node_failure, 98},
         {"ended in state BOOT_FAIL", Status::node_failure, 98},
-        {"ended in state OUT_OF_MEMORY", Status::oom, 90},
+        // Slurm's OUT_OF_MEMORY is the job's cgroup limit: host memory.
+        {"ended in state OUT_OF_MEMORY", Status::oom, 90, {}, k_host_memory},
         {"ended in state CANCELLED", Status::hang, 50},
         {"ended in state FAILED", Status::crash, 5},
         {"DUE TO PREEMPTION", Status::preempted, 100},
@@ -57,17 +63,27 @@ const std::vector<Signature>& signatures() {
         {"fallen off the bus", Status::node_failure, 97},
         {"NVRM: Xid", Status::node_failure, 97},
         {"SLICE_FAILURE", Status::node_failure, 97},
-        {"CUDA out of memory", Status::oom, 90},
-        {"OutOfMemoryError", Status::oom, 90},
-        {"RESOURCE_EXHAUSTED", Status::oom, 90},
+        {"CUDA out of memory", Status::oom, 90, {}, k_gpu_memory},
+        {"OutOfMemoryError", Status::oom, 90, {}, k_gpu_memory},
+        {"RESOURCE_EXHAUSTED", Status::oom, 90, {}, k_gpu_memory},
+        // The host's OOM killer, as slurmstepd, srun and the kernel report it: the rank dies by
+        // SIGKILL (exit code -9), which alone reads as a crash.
+        {"oom_kill event", Status::oom, 90, {}, k_host_memory},
+        {"oom-kill event", Status::oom, 90, {}, k_host_memory},
+        {": Out Of Memory", Status::oom, 90, {}, k_host_memory},
+        {"Out of memory: Killed process", Status::oom, 90, {}, k_host_memory},
+        {"Memory cgroup out of memory", Status::oom, 90, {}, k_host_memory},
         {"uncorrectable ECC error", Status::crash, 85},
         {"illegal memory access", Status::crash, 85},
         {"loss scale already at minimum", Status::diverged, 80},
         {"Unexpected result nan", Status::diverged, 80},
+        // Megatron's NaN check on the gradients, raised by every rank that sees it.
+        {"found NaN in local grad norm", Status::diverged, 80},
+        {"is non-finite, so it cannot be clipped", Status::diverged, 80},
         {"ncclRemoteError", Status::nccl_error, 70},
         {"ncclSystemError", Status::nccl_error, 70},
         {"DistBackendError", Status::nccl_error, 70},
-        {"NCCL WARN NET/IB", Status::nccl_error, 70},
+        {"ncclInternalError", Status::nccl_error, 70},
         {"Watchdog caught collective operation timeout", Status::nccl_timeout, 60},
         {"CANCELLED AT", Status::hang, 50, "DUE TO"},
         {"py-spy", Status::hang, 50},
@@ -84,6 +100,25 @@ const std::vector<Signature>& signatures() {
     return table;
 }
 
+// NCCL's own warnings that mean a broken transport: the InfiniBand verbs, and the socket transport
+// and bootstrap (misc/socket.cc, proxy.cc): a peer that died or a link that dropped, printed by
+// several ranks at once, often before any training record. Looked for only in lines that hold
+// `NCCL WARN` (most lines do not), before the table above; other NCCL warnings are benign (a
+// missing net plugin) or named there (a CUDA failure).
+constexpr detail::Needle k_nccl_warn("NCCL WARN");
+const std::vector<Signature>& nccl_warn_signatures() {
+    static const std::vector<Signature> table = {
+        {"NCCL WARN NET/IB", Status::nccl_error, 70},
+        {"socketProgress: Connection closed by remote peer", Status::nccl_error, 70},
+        {"socketStartConnect", Status::nccl_error, 70},
+        {"NCCL WARN NET/Socket", Status::nccl_error, 70},
+        {"NCCL WARN Call to recv", Status::nccl_error, 70},
+        {"Socket recv failed", Status::nccl_error, 70},
+        {"Failed to execute operation Connect", Status::nccl_error, 70},
+    };
+    return table;
+}
+
 // Lines printed when training ends as planned: a silence before them is a final checkpoint or
 // evaluation, not a hang.
 const std::vector<detail::Needle>& completion_markers() {
@@ -92,6 +127,10 @@ const std::vector<detail::Needle>& completion_markers() {
 }
 
 constexpr int k_diverged_rank = 80;
+// A skip streak outranks a traceback (the NaN assertions that end such a run) and nothing that names a cause.
+constexpr int k_skip_streak_rank = 15;
+constexpr std::size_t k_min_skip_streak = 3;
+constexpr std::size_t k_min_collapsed_records = 3;
 // A silence outranks the signs at or below a hang's (tracebacks, signal callbacks, a scancel) and a
 // Slurm time limit, which only says when the wait ended; a sign that names a cause (an OOM, an
 // NCCL watchdog) explains the silence instead.
@@ -202,7 +241,9 @@ public:
             return;
         }
         note_time(line, line_number);
-        note_signatures(line, line_number);
+        if (!note_skip(line, line_number)) {
+            note_signatures(line, line_number);
+        }
     }
 
     /// Seconds since the log was last written, for a job still running (HangCheck::now).
@@ -210,8 +251,9 @@ public:
 
     RunMetrics finish() {
         RunMetrics metrics;
-        // Without records, a framework's own wording names the dialect; bare system messages are generic.
-        metrics.dialect = !m_dialect.empty() ? m_dialect : !m_marker_dialect.empty() ? m_marker_dialect : "generic";
+        // Without records, a framework's own wording names the dialect; bare system messages are
+        // generic; a log with neither has none.
+        metrics.dialect = !m_dialect.empty() ? m_dialect : !m_marker_dialect.empty() ? m_marker_dialect : m_signs.empty() ? "" : "generic";
         metrics.steps = std::move(m_steps);
         metrics.last_step = m_last_step;
         metrics.peak_memory_gib = m_peak_memory;
@@ -219,6 +261,10 @@ public:
             metrics.peak_memory_gib = std::round(*metrics.peak_memory_gib * 100.0) / 100.0;
         }
         judge(metrics);
+        if (metrics.status == Status::ok && !recognised()) {
+            metrics.status = Status::unknown;
+            metrics.evidence.push_back({0, "no training record and no failure message recognised"});
+        }
         return metrics;
     }
 
@@ -240,6 +286,10 @@ public:
     [[nodiscard]] bool can_absorb(const Parser& later, const detail::Boundary& boundary) const {
         if ((!m_dialect.empty() && m_dialect != boundary.spec->name) || later.m_steps.empty()) {
             return false;  // (later holds no step only when the file changed under the reads)
+        }
+        // A streak of skipped steps may run across the cut: read on one thread instead.
+        if (m_skip_streak > 0 || later.m_skip_lines > 0) {
+            return false;
         }
         return !later.m_attached_to_steps || !overlaps(later);
     }
@@ -401,6 +451,13 @@ private:
             note_bar(line);
         }
         ++m_records_seen;
+        if (*step != m_last_record_step) {
+            if (!m_skipped_since_record) {
+                m_skip_streak = 0;
+            }
+            m_skipped_since_record = false;
+            m_last_record_step = *step;
+        }
         StepRecord record;
         record.step = *step;
         // Keys that spell the same field differently ("(ms)" or "(s)") are alternatives: the first
@@ -543,8 +600,32 @@ private:
         }
     }
 
+    // A mixed-precision step skipped on a gradient overflow (DeepSpeed's and apex's loss scalers say
+    // "Skipping step"). Skips are normal while the loss scale settles, and each later step that
+    // completes ends the streak; a streak nothing ends is a run whose gradients stay inf/NaN.
+    bool note_skip(std::string_view line, std::size_t line_number) {
+        static constexpr detail::Needle k_skip("Skipping step");
+        if (!detail::contains(line, k_skip)) {
+            return false;
+        }
+        ++m_skip_lines;
+        if (m_skip_streak++ == 0) {
+            m_streak_start = Evidence{line_number, std::string(util::trim(line))};
+        }
+        m_skipped_since_record = true;
+        return true;
+    }
+
     void note_signatures(std::string_view line, std::size_t line_number) {
-        for (const auto& signature : signatures()) {
+        if (detail::contains(line, k_nccl_warn) && note_sign_of(nccl_warn_signatures(), line, line_number)) {
+            return;
+        }
+        note_sign_of(signatures(), line, line_number);
+    }
+
+    // Notes the first sign of `table` the line holds; whether there was one.
+    bool note_sign_of(const std::vector<Signature>& table, std::string_view line, std::size_t line_number) {
+        for (const auto& signature : table) {
             if (!detail::contains(line, signature.needle) ||
                 (!signature.unless.empty() && detail::contains(line, signature.unless))) {
                 continue;
@@ -552,20 +633,49 @@ private:
             if (keeps_sign(signature.status)) {
                 m_signs.push_back({&signature, {line_number, std::string(util::trim(line))}, m_records_seen});
             }
-            return;
+            return true;
         }
+        return false;
     }
 
-    // A record's loss or grad norm is NaN/inf where training cannot recover: the last record.
-    static bool diverged_in_records(const std::vector<StepRecord>& steps) {
+    // What the records' values say of a diverged run, or nothing: the last record's loss or grad
+    // norm is NaN/inf, or the loss collapsed to exactly 0 and stayed there (a cross-entropy loss is
+    // never exactly 0; a model whose weights went NaN and a loss masked to zero print it).
+    static std::optional<std::string> diverged_in_records(const std::vector<StepRecord>& steps) {
         if (steps.empty()) {
-            return false;
+            return std::nullopt;
         }
         const auto& last = steps.back();
         const bool bad_loss = last.loss && !std::isfinite(*last.loss);
         const bool bad_grad = last.grad_norm && !std::isfinite(*last.grad_norm);
-        return bad_loss || (bad_grad && (!last.loss || *last.loss == 0.0));
+        if (bad_loss || (bad_grad && (!last.loss || *last.loss == 0.0))) {
+            return "step " + std::to_string(last.step) + ": loss or grad norm is not finite";
+        }
+        return collapsed_to_zero(steps);
     }
+
+    static std::optional<std::string> collapsed_to_zero(const std::vector<StepRecord>& steps) {
+        std::size_t zeros = 0;
+        long long since = 0;
+        for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+            if (!it->loss) {
+                continue;
+            }
+            if (*it->loss != 0.0) {
+                if (zeros < k_min_collapsed_records || *it->loss < 0.0) {
+                    return std::nullopt;
+                }
+                return "loss exactly 0 in the last " + std::to_string(zeros) + " records, from step " + std::to_string(since) +
+                       " (step " + std::to_string(it->step) + " had " + util::format_number(*it->loss) + ")";
+            }
+            ++zeros;
+            since = it->step;
+        }
+        return std::nullopt;
+    }
+
+    // A streak of skipped steps still running at the end of the log, as a diverged sign.
+    [[nodiscard]] bool skip_streak_diverged() const { return m_skip_streak >= k_min_skip_streak; }
 
     void judge(RunMetrics& metrics) const {
         const Sign* winner = nullptr;
@@ -579,15 +689,20 @@ private:
                 winner = &sign;
             }
         }
-        if (diverged_in_records(metrics.steps) && (winner == nullptr || winner->signature->rank <= k_diverged_rank)) {
+        const auto in_records = diverged_in_records(metrics.steps);
+        if (in_records && (winner == nullptr || winner->signature->rank <= k_diverged_rank)) {
             metrics.status = Status::diverged;
-            const auto& last = metrics.steps.back();
-            metrics.evidence.push_back({0, "step " + std::to_string(last.step) + ": loss or grad norm is not finite"});
+            metrics.evidence.push_back({0, *in_records});
+        } else if (skip_streak_diverged() && (winner == nullptr || winner->signature->rank <= k_skip_streak_rank)) {
+            metrics.status = Status::diverged;
+            metrics.evidence.push_back(m_streak_start);
+            metrics.evidence.push_back({0, std::to_string(m_skip_streak) + " steps skipped on gradient overflow in a row, and no step completed after them"});
         } else if (const auto silence = silent_hang(winner)) {
             metrics.status = Status::hang;
             metrics.evidence = *silence;
         } else if (winner != nullptr) {
             metrics.status = winner->signature->status;
+            metrics.cause = std::string(winner->signature->cause);
         }
         for (const auto& sign : m_signs) {
             const bool quoted = std::any_of(metrics.evidence.begin(), metrics.evidence.end(), [&](const Evidence& e) { return e.line == sign.evidence.line; });
@@ -658,6 +773,11 @@ private:
     bool m_completed = false;                   // training finished as planned after the last record
     std::optional<double> m_live_silence_s;
     bool m_attached_to_steps = false;           // an attachment line set a field of a step
+    std::size_t m_skip_lines = 0;               // "Skipping step" lines seen
+    std::size_t m_skip_streak = 0;              // steps skipped since the last step that completed
+    bool m_skipped_since_record = false;        // a skip line since the last new step's record
+    long long m_last_record_step = std::numeric_limits<long long>::min();
+    Evidence m_streak_start;                    // the first skip line of the streak
 };
 
 const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
@@ -725,6 +845,29 @@ void read_log(Parser& parser, const std::filesystem::path& path, const DialectSp
         parser.absorb(later, *cut, lines_before);
     } else {
         feed_range(parser, path, {.begin = cut->offset}, lines_before);
+    }
+}
+
+// Throws InputError for a file that is not a text log: one whose first 64 KiB are more than a tenth
+// control bytes (an archive, a core dump, a checkpoint). A pipe is not sniffed: what is read from it
+// is gone. (A missing file is the line reader's error.)
+void refuse_binary(const std::filesystem::path& path) {
+    constexpr std::size_t k_sniff_bytes = 64u << 10;
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) {
+        return;
+    }
+    std::ifstream file(path, std::ios::binary);
+    std::string head(k_sniff_bytes, '\0');
+    file.read(head.data(), static_cast<std::streamsize>(head.size()));
+    head.resize(static_cast<std::size_t>(file.gcount()));
+    const auto control = std::count_if(head.begin(), head.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte < 0x20 && byte != '\n' && byte != '\r' && byte != '\t' && byte != '\f' && byte != '\b' && byte != 0x1b;
+    });
+    if (!head.empty() && static_cast<std::size_t>(control) * 10 > head.size()) {
+        throw InputError(path.string() + ": not a text log (" + std::to_string(control) + " of its first " + std::to_string(head.size()) +
+                         " bytes are control characters)");
     }
 }
 
@@ -826,6 +969,9 @@ std::uintmax_t SplitPolicy::default_split_bytes() {
 RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework,
                       const HangCheck& hang, const SplitPolicy& split) {
     const auto* forced = forced_spec(framework);
+    for (const auto& path : logs) {
+        refuse_binary(path);
+    }
     Parser parser(forced, hang);
     std::uintmax_t total_bytes = 0;
     for (const auto& path : logs) {
@@ -850,11 +996,6 @@ RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std:
             parser.set_live_silence(std::chrono::duration<double>(*hang.now - *written).count());
         }
     }
-    if (!parser.recognised()) {
-        throw InputError((logs.empty() ? std::string("(no log)") : logs.front().string()) +
-                         ": unknown log dialect: no training records or failure messages recognised (use --framework NAME, one of " +
-                         util::join(dialect_names(), ", ") + ")");
-    }
     auto metrics = parser.finish();
     summarise(metrics);
     return metrics;
@@ -873,6 +1014,7 @@ std::string_view status_name(Status status) {
     case Status::diverged: return "diverged";
     case Status::hang: return "hang";
     case Status::too_short: return "too-short";
+    case Status::unknown: return "unknown";
     }
     return "crash";
 }

@@ -44,6 +44,7 @@ nlohmann::json to_json(const RunMetrics& metrics, const Diagnosis& diagnosis) {
     }
     return {{"dialect", metrics.dialect.empty() ? nlohmann::json(nullptr) : nlohmann::json(metrics.dialect)},
             {"status", status_name(metrics.status)},
+            {"cause", metrics.cause.empty() ? nlohmann::json(nullptr) : nlohmann::json(metrics.cause)},
             {"steps_seen", metrics.steps.size()},
             {"last_step", metrics.last_step ? nlohmann::json(*metrics.last_step) : nlohmann::json(nullptr)},
             {"steps", steps},
@@ -62,8 +63,9 @@ nlohmann::json to_json(const RunMetrics& metrics, const Diagnosis& diagnosis) {
 }
 
 std::string to_text(const RunMetrics& metrics, const Diagnosis& diagnosis) {
-    std::string out = fmt::format("dialect:    {}\nstatus:     {}\nsteps:      {} seen, last step {}\n",
-                                  metrics.dialect.empty() ? "-" : metrics.dialect, status_name(metrics.status), metrics.steps.size(),
+    std::string out = fmt::format("dialect:    {}\nstatus:     {}{}\nsteps:      {} seen, last step {}\n",
+                                  metrics.dialect.empty() ? "-" : metrics.dialect, status_name(metrics.status),
+                                  metrics.cause.empty() ? "" : " (" + metrics.cause + ")", metrics.steps.size(),
                                   metrics.last_step ? std::to_string(*metrics.last_step) : "-");
     out += fmt::format("steady:     {} steps, step time {}, {} tokens/s/GPU, {} TFLOP/s/GPU, noise {}\n", metrics.steady.steps_used,
                        shown(metrics.steady.step_time_s, " s"), shown(metrics.steady.tokens_per_s_per_gpu, ""),

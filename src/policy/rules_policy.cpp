@@ -464,7 +464,7 @@ private:
 }  // namespace
 
 constexpr std::string_view k_statuses[] = {"ok", "oom", "nccl-timeout", "nccl-error", "time-limit", "node-failure",
-                                           "preempted", "crash", "diverged", "hang", "too-short"};
+                                           "preempted", "crash", "diverged", "hang", "too-short", "unknown"};
 
 std::map<std::string, double> measurement_facts(const Measurement& measured) {
     std::map<std::string, double> facts = measured.facts;

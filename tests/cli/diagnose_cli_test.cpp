@@ -2,36 +2,28 @@
 #include <attune/campaign/trial_io.hpp>
 #include <attune/util/files.hpp>
 
+#include "support/run.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
-#include <sys/wait.h>
+#include <vector>
+
 #include <unistd.h>
 
 namespace {
 
-struct Outcome {
-    int exit_code = -1;
-    std::string out;
-};
-
-Outcome run_attune(const std::string& arguments) {
-    const std::string command = std::string(ATTUNE_BINARY) + " " + arguments + " 2>/dev/null";
-    Outcome outcome;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    std::array<char, 4096> buffer{};
-    while (const auto read = std::fread(buffer.data(), 1, buffer.size(), pipe)) {
-        outcome.out.append(buffer.data(), read);
-    }
-    const int status = ::pclose(pipe);
-    outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return outcome;
+// `attune ARGUMENTS`, split at spaces (the paths here have none), run without a shell.
+attune::test_support::RunResult run_attune(const std::string& arguments) {
+    std::vector<std::string> argv;
+    std::istringstream words(arguments);
+    for (std::string word; words >> word;) argv.push_back(word);
+    return attune::test_support::run_attune(argv);
 }
 
 std::string fixture(const std::string& name) {
@@ -80,8 +72,37 @@ TEST(DiagnoseCli, UnknownFrameworkExitsTwo) {
     EXPECT_EQ(run_attune("diagnose --framework nope " + fixture("megatron/mcore-plain-oom-then-watchdog.log")).exit_code, 2);
 }
 
-TEST(DiagnoseCli, UnrecognisedContentExitsTwo) {
-    EXPECT_EQ(run_attune("diagnose /dev/null").exit_code, 2);
+TEST(DiagnoseCli, ALogWithNothingRecognisedIsStillADocumentWithStatusUnknown) {
+    const auto outcome = run_attune("diagnose --json /dev/null");
+    ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+    const auto document = nlohmann::json::parse(outcome.out);
+    EXPECT_EQ(document["status"], "unknown");
+    EXPECT_TRUE(document["dialect"].is_null());
+    ASSERT_FALSE(document["evidence"].empty());
+    EXPECT_NE(document["evidence"][0]["text"].get<std::string>().find("no training record"), std::string::npos);
+}
+
+TEST(DiagnoseCli, ABinaryFileIsNotALogAndExitsTwo) {
+    const auto path = std::filesystem::temp_directory_path() / "attune-diag-binary.log";
+    {
+        std::ofstream file(path, std::ios::binary);
+        for (int i = 0; i < 4096; ++i) file << static_cast<char>(i % 32);
+    }
+    const auto outcome = run_attune("diagnose " + path.string());
+    std::filesystem::remove(path);
+    EXPECT_EQ(outcome.exit_code, 2);
+    EXPECT_NE(outcome.err.find("not a text log"), std::string::npos) << outcome.err;
+}
+
+TEST(DiagnoseCli, AHostOomSaysSoInTextAndJson) {
+    const auto text = run_attune("diagnose " + fixture("megatron/host-oom-cgroup-killed.log"));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("status:     oom (host-memory)"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("host's OOM killer"), std::string::npos) << text.out;
+    const auto json = run_attune("diagnose --json " + fixture("megatron/host-oom-cgroup-killed.log"));
+    EXPECT_EQ(nlohmann::json::parse(json.out)["cause"], "host-memory");
+    const auto gpu = run_attune("diagnose --json " + fixture("megatron/mcore-plain-oom-then-watchdog.log"));
+    EXPECT_EQ(nlohmann::json::parse(gpu.out)["cause"], "gpu-memory");
 }
 
 TEST(DiagnoseCli, TextOutputNamesStatusAndBottleneck) {

@@ -10,8 +10,9 @@
 
 namespace attune::diagnose {
 
-/// How a run ended, judged from its log text alone.
-enum class Status { ok, oom, nccl_timeout, nccl_error, time_limit, node_failure, preempted, crash, diverged, hang, too_short };
+/// How a run ended, judged from its log text alone. `unknown`: a text log with neither a training
+/// record nor a failure sign attune recognises.
+enum class Status { ok, oom, nccl_timeout, nccl_error, time_limit, node_failure, preempted, crash, diverged, hang, too_short, unknown };
 
 /// The spelling used in JSON and on the command line (`nccl-timeout`, `too-short`).
 std::string_view status_name(Status status);
@@ -70,8 +71,11 @@ struct SteadySummary {
 
 /// Everything read from a trial's logs.
 struct RunMetrics {
-    std::string dialect;
+    std::string dialect;  ///< empty when nothing in the log named one
     Status status = Status::ok;
+    /// What an `oom` ran out of: "gpu-memory" (the framework's allocator) or "host-memory" (the kernel's
+    /// or Slurm's OOM killer, a cgroup limit): the remedies differ. Empty for other statuses.
+    std::string cause;
     std::vector<Evidence> evidence;
     std::vector<StepRecord> steps;  ///< one per distinct step, in the order printed
     std::optional<long long> last_step;

@@ -40,9 +40,17 @@ std::string megatron_line(int step, double ms) {
            " | throughput per GPU (TFLOP/s/GPU): 400.0 | lm loss: 5.000000E+00 | grad norm: 1.0 |\n";
 }
 
-TEST(DiagnoseBadInput, EmptyLogIsAnUnknownDialect) {
+TEST(DiagnoseBadInput, EmptyLogIsUnknownWithItsEvidence) {
     const TempLog log("");
-    EXPECT_THROW(parse_logs({log.path()}, std::nullopt), InputError);
+    const auto metrics = parse_logs({log.path()}, std::nullopt);
+    EXPECT_EQ(metrics.status, Status::unknown);
+    EXPECT_TRUE(metrics.dialect.empty());
+    EXPECT_FALSE(metrics.evidence.empty());
+}
+
+TEST(DiagnoseBadInput, TextWithNoRecordAndNoFailureSignIsUnknown) {
+    const TempLog log("Loading checkpoint shards\nhello from the job prologue\n");
+    EXPECT_EQ(parse_logs({log.path()}, std::nullopt).status, Status::unknown);
 }
 
 TEST(DiagnoseBadInput, EmptyLogWithFrameworkIsTooShort) {
@@ -66,7 +74,7 @@ TEST(DiagnoseBadInput, UnknownFrameworkSuggestsTheClosestName) {
     }
 }
 
-TEST(DiagnoseBadInput, BinaryFileIsAnUnknownDialect) {
+TEST(DiagnoseBadInput, BinaryFileIsNotALog) {
     std::mt19937 random(7);
     std::string bytes(256 * 1024, '\0');
     for (auto& byte : bytes) {
