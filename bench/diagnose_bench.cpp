@@ -1,8 +1,9 @@
-// Times `attune diagnose`'s parser on a generated multi-hundred-MB Megatron log and, for scale,
-// `grep -c iteration` on the same file; each is run three times and the fastest run counts (the
-// machine is shared, and the slower runs measure other processes). Usage: diagnose_bench
-// [MEGABYTES] (default 400). The log is a fresh file under $TMPDIR (mkstemps), so runs side by side
-// do not share it; it is removed when the bench ends.
+// Times `attune diagnose`'s parser on a generated multi-hundred-MB Megatron log, on two threads (as
+// it runs) and on one, then `attune diagnose --json` on the same log as a user runs it (wall time
+// and peak memory of the process), and for scale `grep -c iteration`. Each is run five times and
+// the median counts (the machine is shared). Usage: diagnose_bench [MEGABYTES] [ATTUNE]
+// (default 400 and the attune binary beside this one). The log is a fresh file under $TMPDIR
+// (mkstemps), so runs side by side do not share it; it is removed when the bench ends.
 #include <attune/diagnose/parse.hpp>
 
 #include <fmt/format.h>
@@ -12,11 +13,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <stdlib.h>  // mkstemps
-#include <unistd.h>  // close
+#include <fcntl.h>         // open
+#include <sys/resource.h>  // rusage
+#include <sys/wait.h>      // wait4
+#include <unistd.h>        // close, fork, execv
 
 namespace {
 
@@ -70,38 +76,77 @@ double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+constexpr int k_runs = 5;
+
+// The median of k_runs timings of `run`.
+template <typename Run>
+double median_seconds(const Run& run) {
+    std::vector<double> times;
+    for (int i = 0; i < k_runs; ++i) {
+        const auto start = Clock::now();
+        run();
+        times.push_back(seconds_since(start));
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+}
+
+struct ChildRun {
+    double seconds = 0;
+    long peak_kib = 0;
+    bool ok = false;
+};
+
+// Runs `argv` with stdout to /dev/null (no shell) and measures its wall time and peak resident memory.
+ChildRun run_child(const std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    const auto start = Clock::now();
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        const int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, STDOUT_FILENO);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    ::wait4(pid, &status, 0, &usage);
+    return {seconds_since(start), usage.ru_maxrss, WIFEXITED(status) && WEXITSTATUS(status) == 0};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const std::size_t megabytes = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 400;
+    const std::string attune = argc > 2 ? argv[2] : (fs::path(argv[0]).parent_path() / "attune").string();
     const TempFile file;
     const fs::path& path = file.path();
     generate(path, megabytes);
     const double size_mb = static_cast<double>(fs::file_size(path)) / (1 << 20);
 
-    // grep first: both then read a file the page cache already holds. Its output goes through a
+    // grep first: all then read a file the page cache already holds. Its output goes through a
     // pipe because GNU grep stops at the first match when stdout is /dev/null.
-    constexpr int k_runs = 3;
-    double grep_s = 1e300;
     int grep_status = 0;
-    for (int run = 0; run < k_runs; ++run) {
-        const auto start = Clock::now();
-        grep_status |= std::system(("grep -c iteration " + path.string() + " | cat > /dev/null").c_str());
-        grep_s = std::min(grep_s, seconds_since(start));
-    }
+    const double grep_s = median_seconds([&] { grep_status |= std::system(("grep -c iteration " + path.string() + " | cat > /dev/null").c_str()); });
 
-    double parse_s = 1e300;
     std::size_t steps = 0;
-    for (int run = 0; run < k_runs; ++run) {
-        const auto start = Clock::now();
-        const auto metrics = attune::diagnose::parse_logs({path}, std::nullopt);
-        parse_s = std::min(parse_s, seconds_since(start));
-        steps = metrics.steps.size();
-    }
+    const double parse_s = median_seconds([&] { steps = attune::diagnose::parse_logs({path}, std::nullopt).steps.size(); });
+    const attune::diagnose::SplitPolicy one_thread{.min_bytes = std::numeric_limits<std::uintmax_t>::max()};
+    const double one_thread_s = median_seconds([&] { (void)attune::diagnose::parse_logs({path}, std::nullopt, {}, one_thread); });
 
-    fmt::print("file:    {} ({:.0f} MB, {} steps)\n", path.string(), size_mb, steps);
-    fmt::print("parser:  {:.2f} s, {:.0f} MB/s\n", parse_s, size_mb / parse_s);
+    std::vector<ChildRun> json_runs;
+    for (int i = 0; i < k_runs; ++i) json_runs.push_back(run_child({attune, "diagnose", "--json", path.string()}));
+    std::sort(json_runs.begin(), json_runs.end(), [](const ChildRun& a, const ChildRun& b) { return a.seconds < b.seconds; });
+    const auto& json = json_runs[json_runs.size() / 2];
+    const bool json_ok = std::all_of(json_runs.begin(), json_runs.end(), [](const ChildRun& r) { return r.ok; });
+
+    fmt::print("file:    {} ({:.0f} MB, {} steps); medians of {} runs\n", path.string(), size_mb, steps, k_runs);
+    fmt::print("parser:  {:.2f} s, {:.0f} MB/s ({:.0f}% of grep's speed)\n", parse_s, size_mb / parse_s, 100.0 * grep_s / parse_s);
+    fmt::print("1 thread:{:.2f} s, {:.0f} MB/s ({:.0f}% of grep's speed)\n", one_thread_s, size_mb / one_thread_s, 100.0 * grep_s / one_thread_s);
+    fmt::print("--json:  {:.2f} s, {:.0f} MiB peak ({:.2f}x the parse){}\n", json.seconds, static_cast<double>(json.peak_kib) / 1024,
+               json.seconds / parse_s, json_ok ? "" : " (attune failed: " + attune + ")");
     fmt::print("grep -c: {:.2f} s, {:.0f} MB/s{}\n", grep_s, size_mb / grep_s, grep_status == 0 ? "" : " (grep failed)");
-    fmt::print("ratio:   parser at {:.0f}% of grep's speed\n", 100.0 * grep_s / parse_s);
     return 0;
 }

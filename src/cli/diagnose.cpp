@@ -24,6 +24,7 @@ struct DiagnoseOptions {
     std::string cluster_file;
     double hang_after_s = 0;  // 0: not given
     bool json = false;
+    bool steps = false;
 };
 
 int execute(const DiagnoseOptions& options) {
@@ -44,8 +45,7 @@ int execute(const DiagnoseOptions& options) {
     }
     const auto diagnosis = diagnose::diagnose(metrics, layout, diagnose::default_rules());
     if (options.json) {
-        // Evidence lines are quoted as the log has them; bytes that are not UTF-8 become U+FFFD.
-        std::cout << diagnose::to_json(metrics, diagnosis).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+        diagnose::write_json(std::cout, diagnose::to_json(metrics, diagnosis), metrics, options.steps);
     } else {
         std::cout << diagnose::to_text(metrics, diagnosis);
     }
@@ -69,7 +69,8 @@ const Registration k_registration{40, [](CLI::App& app, Action& chosen) {
     sub->add_option("--hang-after", options->hang_after_s,
                     "A running job: no progress for this many seconds (by the log's timestamps, or since the log was last written) is a hang")
         ->check(positive_number());
-    sub->add_flag("--json", options->json, "Print one JSON document");
+    auto* json = sub->add_flag("--json", options->json, "Print one JSON document");
+    sub->add_flag("--steps", options->steps, "With --json: add every step's figures (\"steps\"), written as they are read back")->needs(json);
     sub->callback([options, &chosen] { chosen = [options] { return execute(*options); }; });
 }};
 

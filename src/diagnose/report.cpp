@@ -17,6 +17,11 @@ nlohmann::json number_or_null(const std::optional<double>& value) {
     return *value;
 }
 
+// A per-step value as JSON text: the shortest decimal that reads back the same double, or null.
+std::string json_number(const std::optional<double>& value) {
+    return value && std::isfinite(*value) ? fmt::format("{}", *value) : std::string("null");
+}
+
 std::string shown(const std::optional<double>& value, std::string_view unit) {
     return value && std::isfinite(*value) ? util::format_number(std::round(*value * 1000.0) / 1000.0) + std::string(unit) : "-";
 }
@@ -24,16 +29,6 @@ std::string shown(const std::optional<double>& value, std::string_view unit) {
 }  // namespace
 
 nlohmann::json to_json(const RunMetrics& metrics, const Diagnosis& diagnosis) {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const auto& step : metrics.steps) {
-        steps.push_back({{"step", step.step},
-                         {"step_time_s", number_or_null(step.step_time_s)},
-                         {"tokens_per_s_per_gpu", number_or_null(step.tokens_per_s_per_gpu)},
-                         {"tflops_per_gpu", number_or_null(step.tflops_per_gpu)},
-                         {"loss", number_or_null(step.loss)},
-                         {"grad_norm", number_or_null(step.grad_norm)},
-                         {"memory_gib", number_or_null(step.memory_gib)}});
-    }
     nlohmann::json evidence = nlohmann::json::array();
     for (const auto& item : metrics.evidence) {
         evidence.push_back({{"line", item.line == 0 ? nlohmann::json(nullptr) : nlohmann::json(item.line)}, {"text", item.text}});
@@ -47,7 +42,6 @@ nlohmann::json to_json(const RunMetrics& metrics, const Diagnosis& diagnosis) {
             {"cause", metrics.cause.empty() ? nlohmann::json(nullptr) : nlohmann::json(metrics.cause)},
             {"steps_seen", metrics.steps.size()},
             {"last_step", metrics.last_step ? nlohmann::json(*metrics.last_step) : nlohmann::json(nullptr)},
-            {"steps", steps},
             {"steady",
              {{"steps_used", metrics.steady.steps_used},
               {"step_time_s", number_or_null(metrics.steady.step_time_s)},
@@ -60,6 +54,28 @@ nlohmann::json to_json(const RunMetrics& metrics, const Diagnosis& diagnosis) {
             {"headroom", diagnosis.headroom},
             {"facts", facts},
             {"evidence", evidence}};
+}
+
+void write_json(std::ostream& out, const nlohmann::json& document, const RunMetrics& metrics, bool with_steps) {
+    auto text = document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (!with_steps) {
+        out << text << '\n';
+        return;
+    }
+    text.resize(text.size() - 2);  // the closing "\n}": the steps go last
+    out << text << ",\n  \"steps\": [";
+    fmt::memory_buffer line;
+    for (std::size_t i = 0; i < metrics.steps.size(); ++i) {
+        const auto& step = metrics.steps[i];
+        line.clear();
+        fmt::format_to(std::back_inserter(line),
+                       "{}\n    {{\"step\": {}, \"step_time_s\": {}, \"tokens_per_s_per_gpu\": {}, \"tflops_per_gpu\": {}, "
+                       "\"loss\": {}, \"grad_norm\": {}, \"memory_gib\": {}}}",
+                       i == 0 ? "" : ",", step.step, json_number(step.step_time_s), json_number(step.tokens_per_s_per_gpu),
+                       json_number(step.tflops_per_gpu), json_number(step.loss), json_number(step.grad_norm), json_number(step.memory_gib));
+        out.write(line.data(), static_cast<std::streamsize>(line.size()));
+    }
+    out << (metrics.steps.empty() ? "]\n}\n" : "\n  ]\n}\n");
 }
 
 std::string to_text(const RunMetrics& metrics, const Diagnosis& diagnosis) {

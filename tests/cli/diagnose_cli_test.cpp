@@ -40,13 +40,37 @@ TEST(DiagnoseCli, JsonDocumentHasTheIssueFields) {
     EXPECT_EQ(document["last_step"], 3);
     EXPECT_EQ(document["bottleneck"], "memory-bound");
     EXPECT_TRUE(document["peak_memory_gib"].is_null());
-    EXPECT_DOUBLE_EQ(document["steps"][1]["step_time_s"].get<double>(), 4.1);
-    EXPECT_TRUE(document["steps"][1]["tokens_per_s_per_gpu"].is_null());
+    EXPECT_FALSE(document.contains("steps")) << "the per-step series only with --steps";
     for (const auto* key : {"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "noise"}) {
         EXPECT_TRUE(document["steady"].contains(key)) << key;
     }
     ASSERT_FALSE(document["evidence"].empty());
     EXPECT_EQ(document["evidence"][0]["line"], 8);
+}
+
+TEST(DiagnoseCli, StepsAddsEveryStepToTheSameDocument) {
+    const auto plain = nlohmann::json::parse(run_attune("diagnose --json " + fixture("megatron/mcore-plain-oom-then-watchdog.log")).out);
+    const auto outcome = run_attune("diagnose --json --steps " + fixture("megatron/mcore-plain-oom-then-watchdog.log"));
+    ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+    auto document = nlohmann::json::parse(outcome.out);
+    ASSERT_EQ(document["steps"].size(), 3u);
+    EXPECT_EQ(document["steps"][0]["step"], 1);
+    EXPECT_DOUBLE_EQ(document["steps"][1]["step_time_s"].get<double>(), 4.1);
+    EXPECT_DOUBLE_EQ(document["steps"][2]["tflops_per_gpu"].get<double>(), 397.2);
+    EXPECT_DOUBLE_EQ(document["steps"][2]["loss"].get<double>(), 10.12);
+    EXPECT_TRUE(document["steps"][1]["tokens_per_s_per_gpu"].is_null());
+    document.erase("steps");
+    EXPECT_EQ(document, plain);
+}
+
+TEST(DiagnoseCli, StepsOfALogWithNoRecordIsAnEmptyList) {
+    const auto outcome = run_attune("diagnose --json --steps /dev/null");
+    ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+    EXPECT_TRUE(nlohmann::json::parse(outcome.out)["steps"].empty());
+}
+
+TEST(DiagnoseCli, StepsWithoutJsonExitsTwo) {
+    EXPECT_EQ(run_attune("diagnose --steps " + fixture("megatron/mcore-plain-oom-then-watchdog.log")).exit_code, 2);
 }
 
 TEST(DiagnoseCli, NonUtf8EvidenceIsPrintedAsValidJson) {
