@@ -238,8 +238,13 @@ public:
             return;
         }
         if ((m_spec != nullptr && detail::contains_any(line, m_spec->chatter)) || attach(line)) {
+            m_record_open = false;
             return;
         }
+        if (m_record_open && rejoin(line)) {
+            return;
+        }
+        m_record_open = false;
         note_time(line, line_number);
         if (!note_skip(line, line_number)) {
             note_signatures(line, line_number);
@@ -383,6 +388,7 @@ private:
             m_after_line->line += lines_before;
         }
         m_completed = later.m_completed;
+        m_record_open = later.m_record_open;
     }
 
     // Whether a sign of `status` is still kept as evidence: the first few of each status are.
@@ -460,22 +466,53 @@ private:
         }
         StepRecord record;
         record.step = *step;
-        // Keys that spell the same field differently ("(ms)" or "(s)") are alternatives: the first
-        // one the line has gives the field, and the others are not searched for.
+        read_fields(*spec, line, record);
+        m_record_open = store(record, detail::line_rank(line));
+        note_progress(line, line_number);
+        return true;
+    }
+
+    // Keys that spell the same field differently ("(ms)" or "(s)") are alternatives: the first one
+    // the text has gives the field, and the others are not searched for.
+    static void read_fields(const DialectSpec& spec, std::string_view text, StepRecord& record) {
         unsigned filled = 0;
-        for (const auto& field : spec->fields) {
+        for (const auto& field : spec.fields) {
             const auto bit = 1u << static_cast<unsigned>(field.field);
             if ((filled & bit) == 0) {
-                if (double value = 0; detail::read_number_after(line, field.key, field.part, value)) {
+                if (double value = 0; detail::read_number_after(text, field.key, field.part, value)) {
                     set_field(record, field.field, value * field.scale);
                     filled |= bit;
                 }
             }
         }
-        store(record, detail::line_rank(line));
-        note_progress(line, line_number);
+    }
+
+    // A record a terminal or a log collector hard-wrapped: `line`, which is no record, continues the
+    // record just stored when it holds a field key that record lacks, or when a number was cut (the
+    // record ends in a digit or point and the line goes on with one). The record is read again from
+    // the joined text (the wrap added only the line break); a third piece joins the same way.
+    bool rejoin(std::string_view line) {
+        const std::string& record_text = m_last_progress.text;
+        const bool cut_number = !record_text.empty() && !line.empty() && is_number_char(record_text.back()) &&
+                                (is_number_char(line.front()) || line.front() == 'E' || line.front() == 'e');
+        const bool new_key = std::any_of(m_spec->fields.begin(), m_spec->fields.end(), [&](const detail::FieldSpec& field) {
+            return detail::contains(line, field.key) && !detail::contains(record_text, field.key);
+        });
+        if (!cut_number && !new_key) {
+            return false;
+        }
+        m_last_progress.text.append(line);
+        StepRecord record;
+        record.step = m_steps[m_last_index].step;
+        read_fields(*m_spec, m_last_progress.text, record);
+        if (record.memory_gib) {
+            m_peak_memory = std::max(*record.memory_gib, m_peak_memory.value_or(0.0));
+        }
+        m_steps[m_last_index] = record;
         return true;
     }
+
+    static bool is_number_char(char c) { return (c >= '0' && c <= '9') || c == '.'; }
 
     // The last progress record and its time; the silence after it is measured from here.
     void note_progress(std::string_view line, std::size_t line_number) {
@@ -516,7 +553,8 @@ private:
     }
 
     // Several ranks print the same step: rank 0's line is kept, else the first one printed.
-    void store(const StepRecord& record, std::optional<int> rank) {
+    // Whether `record` is the one kept for its step (a later rank's copy of a step is not).
+    bool store(const StepRecord& record, std::optional<int> rank) {
         if (record.memory_gib) {
             m_peak_memory = std::max(*record.memory_gib, m_peak_memory.value_or(0.0));
         }
@@ -525,7 +563,7 @@ private:
             m_steps.push_back(record);
             m_rank0.push_back(rank == 0 ? 1 : 0);
             m_last_index = m_steps.size() - 1;
-            return;
+            return true;
         }
         const auto found = index_of(record.step);
         if (!found) {
@@ -533,13 +571,15 @@ private:
             m_steps.push_back(record);
             m_rank0.push_back(rank == 0 ? 1 : 0);
             m_last_index = m_steps.size() - 1;
-            return;
+            return true;
         }
+        m_last_index = *found;
         if (rank == 0 && m_rank0[*found] == 0) {
             m_steps[*found] = record;
             m_rank0[*found] = 1;
+            return true;
         }
-        m_last_index = *found;
+        return false;
     }
 
     // Steps nearly always rise, so the steps themselves are the index (binary search); a hash map
@@ -778,6 +818,7 @@ private:
     bool m_skipped_since_record = false;        // a skip line since the last new step's record
     long long m_last_record_step = std::numeric_limits<long long>::min();
     Evidence m_streak_start;                    // the first skip line of the streak
+    bool m_record_open = false;                 // the last line was the kept record of its step (or its wrapped rest)
 };
 
 const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
