@@ -559,11 +559,20 @@ const std::vector<DialectSpec>& dialect_specs() {
          .step_key = "|step:",
          .fields = {{"act_loss:", Field::loss}},
          .attachments = {{"E2E latency=", {{"E2E latency=", Field::step_time}}}}},
+        // DeepSpeed-Chat's loop (dschat): every rank prints its loss each step, rank 0 then prints
+        // the step's latency and TFLOP/s (utils/perf.py print_throughput); the engine's timer
+        // lines (below) still give the memory.
+        {.name = "deepspeed",
+         .anchors = {"Step: ", ", Rank: ", "loss = "},
+         .step_key = "Step: ",
+         .fields = {{"loss = tensor(", Field::loss}, {"loss = ", Field::loss}},
+         .attachments = {{"Latency: ", {{"Latency: ", Field::step_time}, {"TFLOPs: ", Field::tflops}}}}},
         {.name = "deepspeed",
          .anchors = {"global_step="},
          .step_key = "global_step=",
          .fields = {{"MaxMemAllocated=", Field::memory}},
-         .markers = {"deepspeed", "DeepSpeed"}},
+         .markers = {"deepspeed", "DeepSpeed"},
+         .engine = true},
         {.name = "hf",
          .anchors = {"{'loss'"},
          .excludes = {"eval_loss", "train_runtime"},

@@ -108,6 +108,10 @@ struct DialectSpec {
     std::vector<Attachment> attachments = {};
     std::vector<Needle> markers = {};  ///< text that names the framework even without records
     std::vector<Needle> chatter = {};  ///< lines holding these carry no record and no failure (timer blocks)
+    /// A runtime's own step line (DeepSpeed's engine timer), not the training loop's: its records
+    /// count only while the loop prints none. The loop's first record replaces them, and from then
+    /// on the runtime's lines are no records.
+    bool engine = false;
 };
 
 /// The offset of `needle` in `text` or npos.

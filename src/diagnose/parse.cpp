@@ -219,7 +219,7 @@ double median_of_values(std::vector<double> values) { return median_in_place(val
 // The state of one parse: the chosen record format, the steps so far and the failure signs.
 class Parser {
 public:
-    Parser(const DialectSpec* forced, HangCheck hang) : m_spec(forced), m_hang(hang) {
+    Parser(const DialectSpec* forced, HangCheck hang) : m_spec(forced), m_hang(hang), m_forced(forced != nullptr) {
         if (forced != nullptr) {
             m_dialect = std::string(forced->name);
         }
@@ -291,6 +291,10 @@ public:
     [[nodiscard]] bool can_absorb(const Parser& later, const detail::Boundary& boundary) const {
         if ((!m_dialect.empty() && m_dialect != boundary.spec->name) || later.m_steps.empty()) {
             return false;  // (later holds no step only when the file changed under the reads)
+        }
+        // Runtime step lines give way to the loop's wherever these appear: read on one thread.
+        if (boundary.spec->engine || (m_spec != nullptr && m_spec->engine)) {
+            return false;
         }
         // A streak of skipped steps may run across the cut: read on one thread instead.
         if (m_skip_streak > 0 || later.m_skip_lines > 0) {
@@ -420,13 +424,29 @@ private:
     }
 
     // The formats tried on each line: every one until the dialect is known, then that dialect's.
+    // While only a runtime's own step lines were read, the training loop's may still come in any
+    // dialect; once they have, the runtime's lines are no records.
     void narrow_candidates() {
         m_candidates.clear();
         for (const auto& spec : detail::dialect_specs()) {
-            if (m_dialect.empty() || spec.name == m_dialect) {
+            if (spec.engine && m_loop_seen) {
+                continue;
+            }
+            if (m_dialect.empty() || spec.name == m_dialect || (!m_forced && !m_loop_seen)) {
                 m_candidates.push_back(&spec);
             }
         }
+    }
+
+    // The training loop's first record: the runtime's step records read so far are dropped (its
+    // steps count differently: micro steps, every tenth step), what they said of memory is kept.
+    void replace_engine_records() {
+        m_steps.clear();
+        m_rank0.clear();
+        m_index.clear();
+        m_last_index = 0;
+        m_last_step.reset();
+        m_last_record_step = std::numeric_limits<long long>::min();
     }
 
     std::optional<long long> step_of(const DialectSpec& spec, std::string_view line) const {
@@ -441,6 +461,15 @@ private:
         if (spec == nullptr) {
             note_bar(line);
             return false;
+        }
+        if (!spec->engine && !m_loop_seen) {
+            // Before the loop's record is numbered: a dialect without a step key counts its records.
+            if (m_spec != nullptr && m_spec->engine) {
+                replace_engine_records();
+            }
+            m_loop_seen = true;
+            m_dialect = std::string(spec->name);
+            narrow_candidates();
         }
         const auto step = step_of(*spec, line);
         if (!step) {
@@ -609,6 +638,9 @@ private:
         if (m_spec == nullptr) {
             return false;
         }
+        if (m_loop_seen && engine_memory(line)) {
+            return true;
+        }
         for (const auto& attachment : m_spec->attachments) {
             if (!detail::contains(line, attachment.anchor)) {
                 continue;
@@ -624,6 +656,23 @@ private:
                 } else if (m_last_index < m_steps.size()) {
                     set_field(m_steps[m_last_index], field.field, *value * field.scale);
                     m_attached_to_steps = true;
+                }
+            }
+            return true;
+        }
+        return false;
+    }
+
+    // Once the loop's records are the steps, a runtime step line still says how much memory the
+    // ranks reached.
+    bool engine_memory(std::string_view line) {
+        for (const auto& spec : detail::dialect_specs()) {
+            if (!spec.engine || !detail::is_record(line, spec)) {
+                continue;
+            }
+            for (const auto& field : spec.fields) {
+                if (const auto value = detail::number_after(line, field.key, field.part); value && field.field == Field::memory) {
+                    m_peak_memory = std::max(*value * field.scale, m_peak_memory.value_or(0.0));
                 }
             }
             return true;
@@ -818,7 +867,9 @@ private:
     bool m_skipped_since_record = false;        // a skip line since the last new step's record
     long long m_last_record_step = std::numeric_limits<long long>::min();
     Evidence m_streak_start;                    // the first skip line of the streak
-    bool m_record_open = false;                 // the last line was the kept record of its step (or its wrapped rest)
+    bool m_record_open = false;
+    bool m_forced = false;     // --framework (or a split's boundary) chose the dialect
+    bool m_loop_seen = false;  // a record of the training loop, not the runtime's engine, was read                 // the last line was the kept record of its step (or its wrapped rest)
 };
 
 const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
