@@ -349,13 +349,20 @@ private:
         return out;
     }
 
-    /// The smallest estimated memory of a layout that ran out of memory, from any incumbent.
+    /// The smallest estimated memory of a layout that ran out of GPU memory, from any incumbent (the
+    /// host's OOM killer says nothing of the GPU's).
     static std::optional<double> oom_memory_floor(const CampaignState& state) {
         std::optional<double> floor;
         for (const auto& trial : state.history)
-            if (trial.measured && trial.measured->status == "oom" && trial.preflight && trial.preflight->valid)
+            if (trial.measured && trial.measured->status == "oom" && !host_memory_oom(*trial.measured) && trial.preflight &&
+                trial.preflight->valid)
                 floor = std::min(floor.value_or(trial.preflight->memory_gib), trial.preflight->memory_gib);
         return floor;
+    }
+
+    static bool host_memory_oom(const Measurement& measured) {
+        const auto fact = measured.facts.find("oom_host_memory");
+        return fact != measured.facts.end() && fact->second != 0;
     }
 
     /// How much more memory this cluster's runs use than the estimate says: the largest measured peak over

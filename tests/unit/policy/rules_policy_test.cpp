@@ -171,6 +171,18 @@ TEST(RulesPolicy, AnOutOfMemoryIncumbentGetsAFixOomMove) {
     EXPECT_EQ(p.move.rfind("fix-oom/", 0), 0u) << p.move;
 }
 
+TEST(RulesPolicy, AHostMemoryOomGetsNoGpuMemoryMoveAndStopsSayingWhy) {
+    // The host's OOM killer: recompute, a smaller micro batch or more model parallelism do not help.
+    Fixture f;
+    f.measured.status = "oom";
+    f.measured.tokens_per_s_per_gpu.reset();
+    f.measured.facts = {{"oom_host_memory", 1}};
+    auto policy = policy::make_rules_policy(policy::default_search_rules());
+    const auto decision = policy->propose(f.state());
+    ASSERT_TRUE(std::holds_alternative<policy::Stop>(decision)) << std::get<policy::Proposal>(decision).move;
+    EXPECT_NE(std::get<policy::Stop>(decision).reason.find("host's OOM killer"), std::string::npos);
+}
+
 TEST(RulesPolicy, MovesPredictedToFitOnlyBeforeTheMeasuredMemoryBiasAreNotProposed) {
     // The baseline's measured peak against its estimate says how much more this cluster uses than the
     // nominal model (fragmentation, buffers): a move that fits only by the estimate is not launched.
