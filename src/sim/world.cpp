@@ -180,7 +180,7 @@ TrainResult train(const World& world, const Hardware& hw, const ModelShape& mode
         result.elapsed_s += e.step_time_s;
         if (const Fault fault = world.fault(run.run_id, std::uint64_t(step)); fault != Fault::none) {
             if (fault == Fault::nccl_timeout) watchdog(std::uint64_t(step) * 97, out);
-            else out << "srun: error: node failure on a compute node; job step aborted\n";
+            else out << "srun: error: Node failure on sim-node-1\nsrun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n";
             return result;
         }
         if (run.time_scale > 0) std::this_thread::sleep_for(std::chrono::duration<double>(e.step_time_s * run.time_scale));

@@ -1,9 +1,14 @@
+#include <attune/diagnose/parse.hpp>
 #include <attune/sim/world.hpp>
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
+
+#include <unistd.h>
 
 namespace attune::sim {
 namespace {
@@ -54,6 +59,39 @@ TEST(SimTrain, ARecipeThatDoesNotFitPrintsPyTorchsOomAndFails) {
     std::ostringstream out;
     EXPECT_EQ(train(World{}, c.hw, c.model, c.layout, Objective{}, TrainRun{}, out).exit_code, 1);
     EXPECT_NE(out.str().find("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate"), std::string::npos);
+}
+
+// The first run id whose run of `steps` steps meets `fault`.
+std::uint64_t run_meeting(const World& world, Fault fault, int steps) {
+    for (std::uint64_t run = 0;; ++run)
+        for (int step = 1; step <= steps; ++step) {
+            const auto drawn = world.fault(run, std::uint64_t(step));
+            if (drawn == fault) return run;
+            if (drawn != Fault::none) break;
+        }
+}
+
+// What `attune diagnose` reads in the log of a simulated run.
+diagnose::Status status_of_log(const std::string& log) {
+    const auto path = std::filesystem::temp_directory_path() / ("attune-sim-fault-" + std::to_string(::getpid()) + ".log");
+    std::ofstream(path) << log;
+    const auto status = diagnose::parse_logs({path}, std::nullopt).status;
+    std::filesystem::remove(path);
+    return status;
+}
+
+TEST(SimTrain, ASimulatedFaultReadsAsWhatItIs) {
+    const Case c;
+    const World world;
+    for (const auto& [fault, status] : {std::pair{Fault::node_failure, diagnose::Status::node_failure},
+                                        std::pair{Fault::nccl_timeout, diagnose::Status::nccl_timeout}}) {
+        TrainRun run;
+        run.steps = 20;
+        run.run_id = run_meeting(world, fault, run.steps);
+        std::ostringstream out;
+        EXPECT_EQ(train(world, c.hw, c.model, c.layout, Objective{}, run, out).exit_code, 1);
+        EXPECT_EQ(status_of_log(out.str()), status) << out.str();
+    }
 }
 
 TEST(SimTrain, SameObjectiveSameLossesAndALearningRateChangeShows) {
