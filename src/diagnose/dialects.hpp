@@ -33,6 +33,9 @@ public:
 
     /// The offset of the first occurrence in `text`, or npos; an empty needle is found at 0.
     [[nodiscard]] std::size_t find_in(std::string_view text) const;
+    /// The two bytes the search keys on: a text lacking either cannot hold the needle.
+    [[nodiscard]] unsigned char rare_byte() const { return static_cast<unsigned char>(m_text.empty() ? 0 : m_text[m_rare]); }
+    [[nodiscard]] unsigned char second_rare_byte() const { return static_cast<unsigned char>(m_text.empty() ? 0 : m_text[m_rare2]); }
     [[nodiscard]] std::string_view text() const { return m_text; }
     [[nodiscard]] std::size_t size() const { return m_text.size(); }
     [[nodiscard]] bool empty() const { return m_text.empty(); }
@@ -79,6 +82,26 @@ private:
     std::size_t m_rare = 0;
     std::size_t m_rare2 = 0;
     std::uint64_t m_head = 0;
+};
+
+/// The bytes a line holds, to pass over the needles it cannot contain (one pass over the line
+/// instead of one search per needle; lines that are no record meet every failure sign's needle).
+class ByteSet {
+public:
+    explicit ByteSet(std::string_view text) {
+        for (const char c : text) {
+            const auto byte = static_cast<unsigned char>(c);
+            m_bits[byte >> 6] |= std::uint64_t{1} << (byte & 63);
+        }
+    }
+    [[nodiscard]] bool has(unsigned char byte) const { return (m_bits[byte >> 6] >> (byte & 63)) & 1; }
+    /// Whether `needle` may occur: both of its search bytes are present (an empty needle always may).
+    [[nodiscard]] bool may_hold(const Needle& needle) const {
+        return needle.empty() || (has(needle.rare_byte()) && has(needle.second_rare_byte()));
+    }
+
+private:
+    std::uint64_t m_bits[4] = {};
 };
 
 /// One `key <sep> number` field of a record and the factor that converts it to attune's unit.

@@ -706,16 +706,19 @@ private:
     }
 
     void note_signatures(std::string_view line, std::size_t line_number) {
-        if (detail::contains(line, k_nccl_warn) && note_sign_of(nccl_warn_signatures(), line, line_number)) {
+        const detail::ByteSet bytes(line);
+        if (bytes.may_hold(k_nccl_warn) && detail::contains(line, k_nccl_warn) &&
+            note_sign_of(nccl_warn_signatures(), line, bytes, line_number)) {
             return;
         }
-        note_sign_of(signatures(), line, line_number);
+        note_sign_of(signatures(), line, bytes, line_number);
     }
 
     // Notes the first sign of `table` the line holds; whether there was one.
-    bool note_sign_of(const std::vector<Signature>& table, std::string_view line, std::size_t line_number) {
+    bool note_sign_of(const std::vector<Signature>& table, std::string_view line, const detail::ByteSet& bytes,
+                      std::size_t line_number) {
         for (const auto& signature : table) {
-            if (!detail::contains(line, signature.needle) ||
+            if (!bytes.may_hold(signature.needle) || !detail::contains(line, signature.needle) ||
                 (!signature.unless.empty() && detail::contains(line, signature.unless))) {
                 continue;
             }

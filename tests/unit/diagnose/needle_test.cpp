@@ -42,6 +42,32 @@ TEST(DiagnoseNeedle, FindsWhatStringViewFindFinds) {
     EXPECT_EQ(Needle("abcd").find_in("abc"), std::string_view::npos);
 }
 
+TEST(DiagnoseNeedle, AByteSetNeverRulesOutANeedleTheTextHolds) {
+    // The failure signs are passed over when a line lacks one of their search bytes: the pass may
+    // only ever skip a needle the line does not hold, and must skip some that it does not.
+    std::mt19937 random(9);
+    const std::string alphabet = "abcdeXYZ :|.";
+    const auto text_of = [&](std::size_t length) {
+        std::string text;
+        for (std::size_t i = 0; i < length; ++i) text += alphabet[random() % alphabet.size()];
+        return text;
+    };
+    int ruled_out = 0;
+    for (int round = 0; round < 20000; ++round) {
+        auto line = text_of(random() % 80);
+        const auto needle_text = text_of(1 + random() % 10);
+        if (round % 2 == 0 && line.size() >= needle_text.size())
+            line.replace(random() % (line.size() - needle_text.size() + 1), needle_text.size(), needle_text);
+        const Needle needle(needle_text);
+        const ByteSet bytes(line);
+        if (!bytes.may_hold(needle)) {
+            ++ruled_out;
+            ASSERT_EQ(std::string_view(line).find(needle_text), std::string_view::npos) << '"' << line << "\" / \"" << needle_text << '"';
+        }
+    }
+    EXPECT_GT(ruled_out, 1000);
+}
+
 TEST(DiagnoseNeedle, PlainDecimalsReadAsFromCharsReadsThem) {
     std::mt19937 random(7);
     for (int round = 0; round < 20000; ++round) {
