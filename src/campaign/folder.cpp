@@ -73,6 +73,11 @@ void require_simulable(const fs::path& recipe, const Context& context) {
 
 }  // namespace
 
+std::optional<int> max_levers_of(const json& start) {
+    if (start.contains("max_levers") && start["max_levers"].is_number_integer()) return start["max_levers"].get<int>();
+    return std::nullopt;
+}
+
 std::optional<double> fixed_startup_of(const json& start) {
     // Journals from before the key were charged the simulated cluster's start-up on every backend.
     if (!start.contains("fixed_startup_s")) return launch::k_sim_startup_s;
@@ -161,7 +166,7 @@ Opened reopen(const fs::path& dir, bool lock) {
     context.no_skills = start.value("no_skills", false);
     context.max_queue_wait_s = start.value("max_queue_wait_s", 0.0);
     context.preflight_verdicts = start.value("preflight_verdicts", true);
-    if (start.contains("max_levers") && start["max_levers"].is_number_integer()) context.max_levers = start["max_levers"].get<int>();
+    context.max_levers = max_levers_of(start);
     context.fixed_startup_s = fixed_startup_of(start);
     return {std::move(context), std::move(journal), std::move(held)};
 }

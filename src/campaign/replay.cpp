@@ -53,6 +53,9 @@ Settings settings_of(const fs::path& dir, const json& start) {
     s.llm_url = start.value("llm_url", "");
     s.no_skills = start.value("no_skills", false);
     s.replayed_fixed_startup_s = fixed_startup_of(start);
+    // The baselines launch what the preflight predicts to fail, and propose whole configurations.
+    s.preflight_verdicts = start.value("preflight_verdicts", true);
+    s.max_levers = max_levers_of(start);
     return s;
 }
 

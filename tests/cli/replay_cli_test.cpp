@@ -34,6 +34,19 @@ TEST(Replay, EveryRecordedExampleCampaignAgreesWithTodaysCode) {
     EXPECT_TRUE(llm) << "one recorded campaign must be an LLM campaign (its answers are served from the journal)";
 }
 
+TEST(Replay, ARandomCampaignReplaysWithTheSettingsItRanWith) {
+    // random launches what the preflight predicts to fail and proposes whole configurations
+    // (campaign-start: preflight_verdicts false, max_levers 1000); its replay must judge alike.
+    const TempDir dir;
+    const auto campaign = dir.path() / "random";
+    const auto tune = run_attune({"-q", "tune", (fs::path(ATTUNE_SOURCE_DIR) / "examples" / "recipes" / "nemo-llama3-8b-h100.yaml").string(),
+                                  "--policy", "random", "--budget", "20gpuh", "--campaign", campaign.string()});
+    ASSERT_EQ(tune.exit_code, 0) << tune.err;
+    const auto result = run_attune({"replay", campaign.string(), "--json"});
+    EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+    EXPECT_TRUE(json::parse(result.out)["agrees"].get<bool>());
+}
+
 TEST(Replay, ARulesChangeThatWouldDecideDifferentlyExitsFourWithTheSteps) {
     const TempDir data;
     fs::copy(fs::path(ATTUNE_SOURCE_DIR) / "gate", data.path() / "gate", fs::copy_options::recursive);

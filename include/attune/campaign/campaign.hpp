@@ -78,6 +78,9 @@ struct Context {
 /// The fixed start-up a campaign's journal says its trials were charged (its campaign-start event).
 std::optional<double> fixed_startup_of(const nlohmann::json& campaign_start);
 
+/// The gate's lever limit a campaign's candidates were judged with (its campaign-start event).
+std::optional<int> max_levers_of(const nlohmann::json& campaign_start);
+
 /// A campaign folder held by this process: its context, its journal and the lock on it.
 struct Opened {
     Context context;
