@@ -50,6 +50,7 @@ const std::vector<Signature>& signatures() {
         // The launch backends' own note of how the scheduler (or the local process) ended the job
         // (`attune: slurm job 12 ended in state NODE_FAIL ...`, docs/backends.md).
         {"ended in state TIMEOUT", Status::time_limit, 100},
+        {"ended in state DEADLINE", Status::time_limit, 100},  // sbatch --deadline passed
         {"ended in state PREEMPTED", Status::preempted, 100},
         {"ended in state NODE_FAIL", Status::node_failure, 98},
         {"ended in state BOOT_FAIL", Status::node_failure, 98},

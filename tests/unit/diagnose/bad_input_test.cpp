@@ -100,6 +100,19 @@ TEST(DiagnoseBadInput, MegabyteLinesAndTruncatedLastLineAreRead) {
     EXPECT_EQ(metrics.steady.steps_used, 5u);
 }
 
+TEST(DiagnoseBadInput, EachSchedulerEndStateInTheBackendsNoteGivesItsStatus) {
+    // The note a launch backend writes beside the log (docs/backends.md), one per final state.
+    const std::vector<std::pair<std::string, Status>> states = {
+        {"TIMEOUT", Status::time_limit},     {"DEADLINE", Status::time_limit}, {"PREEMPTED", Status::preempted},
+        {"NODE_FAIL", Status::node_failure}, {"BOOT_FAIL", Status::node_failure}, {"OUT_OF_MEMORY", Status::oom},
+        {"CANCELLED", Status::hang},         {"FAILED", Status::crash}};
+    for (const auto& [state, status] : states) {
+        const TempLog log(megatron_line(1, 9000) + megatron_line(2, 2000) + megatron_line(3, 2000) + megatron_line(4, 2000) +
+                          "attune: slurm job 12 ended in state " + state + " (exit code 1, elapsed 600 s, 8 GPUs, queue wait 0 s)\n");
+        EXPECT_EQ(parse_logs({log.path()}, std::nullopt).status, status) << state;
+    }
+}
+
 TEST(DiagnoseBadInput, TooFewStepsIsTooShort) {
     const TempLog log(megatron_line(1, 9000) + megatron_line(2, 2000));
     EXPECT_EQ(parse_logs({log.path()}, std::nullopt).status, Status::too_short);
