@@ -91,7 +91,7 @@ std::map<std::string, double> facts_of(const RunMetrics& metrics, const Layout& 
     std::map<std::string, double> facts;
     facts["status_" + std::string(status_name(metrics.status))] = 1;
     facts["failed"] = metrics.status == Status::ok ? 0 : 1;
-    facts["oom_host_memory"] = metrics.cause == "host-memory" ? 1 : 0;
+    facts["oom_host_memory"] = metrics.cause == k_host_memory ? 1 : 0;
     put(facts, "noise", metrics.steady.noise);
     put(facts, "step_time_s", metrics.steady.step_time_s);
     put(facts, "tokens_per_s_per_gpu", metrics.steady.tokens_per_s_per_gpu);

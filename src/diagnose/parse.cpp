@@ -41,9 +41,6 @@ struct Signature {
     std::string_view cause = {};  // for an oom: what ran out (RunMetrics::cause)
 };
 
-constexpr std::string_view k_gpu_memory = "gpu-memory";
-constexpr std::string_view k_host_memory = "host-memory";
-
 const std::vector<Signature>& signatures() {
     static const std::vector<Signature> table = {
         {"DUE TO TIME LIMIT", Status::time_limit, 100},
@@ -320,7 +317,7 @@ public:
             m_last_step = std::max(m_last_step.value_or(*later.m_last_step), *later.m_last_step);
         }
         if (later.m_peak_memory) {
-            m_peak_memory = std::max(m_peak_memory.value_or(*later.m_peak_memory), *later.m_peak_memory);
+            raise_peak_memory(*later.m_peak_memory);
         }
         absorb_progress(later, boundary, lines_before);
     }
@@ -536,7 +533,7 @@ private:
         record.step = m_steps[m_last_index].step;
         read_fields(*m_spec, m_last_progress.text, record);
         if (record.memory_gib) {
-            m_peak_memory = std::max(*record.memory_gib, m_peak_memory.value_or(0.0));
+            raise_peak_memory(*record.memory_gib);
         }
         m_steps[m_last_index] = record;
         return true;
@@ -582,11 +579,13 @@ private:
         }
     }
 
+    void raise_peak_memory(double gib) { m_peak_memory = std::max(gib, m_peak_memory.value_or(0.0)); }
+
     // Several ranks print the same step: rank 0's line is kept, else the first one printed.
     // Whether `record` is the one kept for its step (a later rank's copy of a step is not).
     bool store(const StepRecord& record, std::optional<int> rank) {
         if (record.memory_gib) {
-            m_peak_memory = std::max(*record.memory_gib, m_peak_memory.value_or(0.0));
+            raise_peak_memory(*record.memory_gib);
         }
         if (m_index.empty() && (m_steps.empty() || record.step > m_steps.back().step)) {
             // the common case, a new highest step: no search
@@ -653,7 +652,7 @@ private:
                 }
                 if (field.field == Field::memory) {
                     // memory reports come once per rank; only the peak over ranks is a figure
-                    m_peak_memory = std::max(*value * field.scale, m_peak_memory.value_or(0.0));
+                    raise_peak_memory(*value * field.scale);
                 } else if (m_last_index < m_steps.size()) {
                     set_field(m_steps[m_last_index], field.field, *value * field.scale);
                     m_attached_to_steps = true;
@@ -672,8 +671,11 @@ private:
                 continue;
             }
             for (const auto& field : spec.fields) {
-                if (const auto value = detail::number_after(line, field.key, field.part); value && field.field == Field::memory) {
-                    m_peak_memory = std::max(*value * field.scale, m_peak_memory.value_or(0.0));
+                if (field.field != Field::memory) {
+                    continue;
+                }
+                if (const auto value = detail::number_after(line, field.key, field.part)) {
+                    raise_peak_memory(*value * field.scale);
                 }
             }
             return true;
@@ -871,9 +873,9 @@ private:
     bool m_skipped_since_record = false;        // a skip line since the last new step's record
     long long m_last_record_step = std::numeric_limits<long long>::min();
     Evidence m_streak_start;                    // the first skip line of the streak
-    bool m_record_open = false;
-    bool m_forced = false;     // --framework (or a split's boundary) chose the dialect
-    bool m_loop_seen = false;  // a record of the training loop, not the runtime's engine, was read                 // the last line was the kept record of its step (or its wrapped rest)
+    bool m_record_open = false;                 // the last line was the kept record of its step (or its wrapped rest)
+    bool m_forced = false;                      // --framework (or a split's boundary) chose the dialect
+    bool m_loop_seen = false;                   // a record of the training loop, not the runtime's engine, was read
 };
 
 const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
@@ -1065,14 +1067,12 @@ std::uintmax_t SplitPolicy::default_split_bytes() {
 RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework,
                       const HangCheck& hang, const SplitPolicy& split) {
     const auto* forced = forced_spec(framework);
-    for (const auto& path : logs) {
-        refuse_binary(path);
-    }
-    Parser parser(forced, hang);
     std::uintmax_t total_bytes = 0;
     for (const auto& path : logs) {
+        refuse_binary(path);
         total_bytes += regular_file_size(path);
     }
+    Parser parser(forced, hang);
     parser.expect_bytes(total_bytes);
     for (const auto& path : logs) {
         read_log(parser, path, forced, hang, split);

@@ -17,6 +17,10 @@ enum class Status { ok, oom, nccl_timeout, nccl_error, time_limit, node_failure,
 /// The spelling used in JSON and on the command line (`nccl-timeout`, `too-short`).
 std::string_view status_name(Status status);
 
+/// What an `oom` ran out of (RunMetrics::cause).
+inline constexpr std::string_view k_gpu_memory = "gpu-memory";
+inline constexpr std::string_view k_host_memory = "host-memory";
+
 /// One line of the log that decided something: its 1-based line number and its text.
 struct Evidence {
     std::size_t line = 0;
