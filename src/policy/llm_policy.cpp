@@ -121,8 +121,7 @@ bool holds_already(const CampaignState& state, const recipe::Document& incumbent
     const auto paths = state.adapter->quantity_paths(rule->lever);
     if (std::find(paths.begin(), paths.end(), path) == paths.end()) return false;
     const auto framework_default = state.adapter->quantity(incumbent, rule->lever, *state.cluster);
-    const auto wanted = value.kind() == recipe::Value::Kind::boolean ? std::optional<double>(value.as_bool().value_or(false) ? 1 : 0)
-                                                                      : value.as_number();
+    const auto wanted = number_of(value);
     return framework_default && wanted && *framework_default == *wanted;
 }
 

@@ -23,6 +23,11 @@ std::vector<recipe::Edit> edit_list(const Edits& edits) {
     return out;
 }
 
+std::optional<double> number_of(const recipe::Value& value) {
+    if (const auto b = value.as_bool(); b && value.kind() == recipe::Value::Kind::boolean) return *b ? 1.0 : 0.0;
+    return value.as_number();
+}
+
 nlohmann::json edits_to_json(const Edits& edits) {
     nlohmann::json json = nlohmann::json::object();
     for (const auto& [path, value] : edits) json[path] = value.to_json();

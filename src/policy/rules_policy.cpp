@@ -23,11 +23,6 @@ std::string flag_name(std::string text) {
     return text;
 }
 
-std::optional<double> number_of(const Value& value) {
-    if (const auto b = value.as_bool(); b && value.kind() == Value::Kind::boolean) return *b ? 1.0 : 0.0;
-    return value.as_number();
-}
-
 bool ends_with_key(std::string_view path, std::string_view key) {
     return path == key || (path.size() > key.size() && path.ends_with(key) && path[path.size() - key.size() - 1] == '.');
 }

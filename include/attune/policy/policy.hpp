@@ -115,6 +115,10 @@ Edits merged(Edits base, const Edits& edits);
 /// The configuration as recipe edits, for Document::with_edits.
 std::vector<recipe::Edit> edit_list(const Edits& edits);
 
+/// A lever value as the number a quantity or guard compares it with: true/false as 1/0, numbers
+/// (and strings that read as one) as themselves.
+std::optional<double> number_of(const recipe::Value& value);
+
 /// Edits as JSON (`{key: value}`) and back, for the journal.
 nlohmann::json edits_to_json(const Edits& edits);
 Edits edits_from_json(const nlohmann::json& json);
