@@ -1,4 +1,5 @@
 // Prints how many nominal estimates per second one core computes, over a sweep of layouts.
+#include <attune/model/catalogue.hpp>
 #include <attune/sim/model.hpp>
 #include <attune/sim/oracle.hpp>
 
@@ -8,7 +9,7 @@
 int main() {
     using namespace attune::sim;
     const Hardware hw = *find_hardware("h100");
-    ModelShape shape = *find_model("llama3_70b");
+    ModelShape shape = attune::model::Catalogue::shipped().find("llama3_70b")->shape;
     shape.seq_len = 8192;
     constexpr int k_tps[] = {1, 2, 4, 8};
     constexpr int k_pps[] = {1, 2, 4, 8};

@@ -21,12 +21,7 @@ struct LessonsOptions {
 report::LessonFacts facts_of(const campaign::Context& context) {
     report::LessonFacts facts;
     const auto& adapter = *context.adapter;
-    for (const char* key : {"pretrained_model_name_or_path", "model.tokenizer.type", "run.name", "name"})
-        if (const auto* value = context.original.find(key); value && !value->to_string().empty()) {
-            facts.model = value->to_string();
-            break;
-        }
-    if (facts.model.empty()) facts.model = context.original.origin();
+    facts.model = adapter.model_name(context.original).value_or(context.original.origin());
     facts.gpus = campaign::gpus_of(context.original, adapter, context.cluster);
     facts.seq_len = int(adapter.quantity(context.original, "seq_len", context.cluster).value_or(0));
     try {

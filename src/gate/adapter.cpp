@@ -70,8 +70,8 @@ KeyRule parse_key_rule(const DataFile& file, const YAML::Node& node, bool enviro
 }
 
 QuantityRule parse_quantity(const DataFile& file, const std::string& name, const YAML::Node& node) {
-    if (!node.IsMap()) file.fail(node, "quantity '" + name + "' must be a mapping of paths, cluster, default, expr and map");
-    file.expect_fields(node, {"paths", "cluster", "default", "expr", "map"});
+    if (!node.IsMap()) file.fail(node, "quantity '" + name + "' must be a mapping of paths, model, cluster, default, expr and map");
+    file.expect_fields(node, {"paths", "model", "cluster", "default", "expr", "map"});
     QuantityRule rule;
     rule.name = name;
     rule.paths = file.strings(node["paths"], "paths");
@@ -79,6 +79,15 @@ QuantityRule parse_quantity(const DataFile& file, const std::string& name, const
         rule.cluster_field = file.string(node["cluster"], "cluster");
         if (rule.cluster_field != "nodes" && rule.cluster_field != "gpus_per_node")
             file.fail(node["cluster"], "cluster field '" + rule.cluster_field + "' is not known; expected nodes or gpus_per_node");
+    }
+    if (node["model"]) {
+        rule.model_field = file.string(node["model"], "model");
+        if (!model::field(model::ModelShape{}, rule.model_field)) {
+            const auto names = model::field_names();
+            const auto suggestion = util::closest_match(rule.model_field, names);
+            file.fail(node["model"], "model field '" + rule.model_field + "' is not known" +
+                                         (suggestion ? "; did you mean '" + *suggestion + "'?" : "; expected one of " + util::join(names, ", ")));
+        }
     }
     if (node["default"]) rule.default_value = file.number(node["default"], "default");
     if (node["expr"]) rule.expr = Expression::parse(file.string(node["expr"], "expr"), file.where(node["expr"]));
@@ -143,12 +152,13 @@ std::string Domain::describe() const {
     return text;
 }
 
-Adapter Adapter::load(const std::filesystem::path& path) {
+Adapter Adapter::load(const std::filesystem::path& path, std::shared_ptr<const model::Catalogue> catalogue) {
     const DataFile file(path);
     const auto& root = file.root();
-    file.expect_fields(root, {"framework", "title", "detect", "env_sections", "quantities", "keys", "env"});
+    file.expect_fields(root, {"framework", "title", "detect", "env_sections", "model", "quantities", "keys", "env"});
     Adapter adapter;
     adapter.m_source = path.string();
+    adapter.m_catalogue = std::move(catalogue);
     if (!root["framework"]) file.fail(root, "an adapter needs 'framework: NAME'");
     adapter.m_name = file.string(root["framework"], "framework");
     adapter.m_title = root["title"] ? file.string(root["title"], "title") : adapter.m_name;
@@ -160,6 +170,11 @@ Adapter Adapter::load(const std::filesystem::path& path) {
     }
     if (adapter.m_require.empty()) file.fail(root, "an adapter needs detect.require: the keys that identify it");
     adapter.m_env_sections = file.strings(root["env_sections"], "env_sections");
+    if (const auto model = root["model"]) {
+        file.expect_fields(model, {"names", "tokenizers"});
+        adapter.m_model_keys.names = file.strings(model["names"], "names");
+        adapter.m_model_keys.tokenizers = file.strings(model["tokenizers"], "tokenizers");
+    }
     if (const auto quantities = root["quantities"]) {
         if (!quantities.IsMap()) file.fail(quantities, "'quantities' must map names to rules");
         for (const auto& item : quantities)
@@ -203,6 +218,16 @@ std::vector<std::string> Adapter::quantity_paths(std::string_view name) const {
     return {};
 }
 
+std::string Adapter::how_to_give(std::string_view name) const {
+    const auto rule = std::find_if(m_quantities.begin(), m_quantities.end(), [&](const auto& q) { return q.name == name; });
+    if (rule == m_quantities.end()) return "no key of " + m_name + " gives it";
+    std::vector<std::string> ways;
+    if (!rule->paths.empty()) ways.push_back("set " + util::join(rule->paths, " or "));
+    if (!rule->model_field.empty()) ways.push_back(model_hint());
+    if (rule->expr) ways.push_back("it is " + rule->expr->text() + ", so give those");
+    return util::join(ways, "; or ");
+}
+
 bool Adapter::has_quantity(std::string_view name) const {
     return std::any_of(m_quantities.begin(), m_quantities.end(), [&](const auto& rule) { return rule.name == name; });
 }
@@ -221,6 +246,8 @@ std::optional<double> Adapter::quantity_at_depth(const recipe::Document& recipe,
         if (value == nullptr) continue;
         if (auto number = number_of(*value, *rule)) return number;
     }
+    if (!rule->model_field.empty())
+        if (const auto value = model_field(recipe, rule->model_field)) return value;
     if (rule->cluster_field == "nodes") return cluster.nodes;
     if (rule->cluster_field == "gpus_per_node") return cluster.gpus_per_node;
     if (rule->default_value) return rule->default_value;
@@ -228,6 +255,56 @@ std::optional<double> Adapter::quantity_at_depth(const recipe::Document& recipe,
         return rule->expr->evaluate(
             [&](const std::string& other) { return quantity_at_depth(recipe, other, cluster, depth + 1); });
     return std::nullopt;
+}
+
+std::optional<model::Identity> Adapter::identity_by(const recipe::Document& recipe, const std::vector<std::string>& keys,
+                                                    bool models_only) const {
+    static const model::Catalogue k_empty;
+    for (const auto& key : keys) {
+        const auto* value = recipe.find(key);
+        if (value == nullptr || value->is_null() || value->to_string().empty()) continue;
+        return model::resolve(value->to_string(), std::filesystem::path(recipe.origin()).parent_path(),
+                              m_catalogue ? *m_catalogue : k_empty, models_only);
+    }
+    return std::nullopt;
+}
+
+std::optional<model::Identity> Adapter::model_identity(const recipe::Document& recipe) const {
+    if (auto named = identity_by(recipe, m_model_keys.names, true)) return named;
+    // A recipe that writes its own shape trains that shape whatever tokenizer it names (a tokenizer
+    // is often shared by models of several sizes): then the tokenizer gives the vocabulary only.
+    for (const char* shape_quantity : {"layers", "hidden", "heads"})
+        for (const auto& path : quantity_paths(shape_quantity))
+            if (const auto* value = recipe.find(path); value != nullptr && !value->is_null()) return std::nullopt;
+    return identity_by(recipe, m_model_keys.tokenizers, true);
+}
+
+std::optional<double> Adapter::model_field(const recipe::Document& recipe, const std::string& field) const {
+    // The vocabulary is the tokenizer's where the recipe names one (NeMo, Megatron); a tokenizer
+    // that is no model of its own gives nothing else.
+    if (field == "vocab")
+        if (const auto tokenizer = identity_by(recipe, m_model_keys.tokenizers, false)) return tokenizer->shape.vocab;
+    const auto identity = model_identity(recipe);
+    return identity ? model::field(identity->shape, field) : std::nullopt;
+}
+
+std::optional<std::string> Adapter::model_name(const recipe::Document& recipe) const {
+    for (const auto* keys : {&m_model_keys.names, &m_model_keys.tokenizers})
+        for (const auto& key : *keys)
+            if (const auto* value = recipe.find(key); value != nullptr && !value->is_null() && !value->to_string().empty())
+                return value->to_string();
+    return std::nullopt;
+}
+
+std::string Adapter::model_hint() const {
+    std::vector<std::string> keys = m_model_keys.names;
+    keys.insert(keys.end(), m_model_keys.tokenizers.begin(), m_model_keys.tokenizers.end());
+    if (keys.empty()) return "no key of " + m_name + " names the model";
+    return "set " + util::join(keys, " or ") + " to a catalogued model (gate/models.yaml) or a local folder with a config.json";
+}
+
+std::optional<std::string> Adapter::closest_model(std::string_view name) const {
+    return m_catalogue ? m_catalogue->closest(name) : std::nullopt;
 }
 
 const KeyRule* Adapter::lever_rule(std::string_view lever) const {
@@ -264,8 +341,14 @@ Rules Rules::load(const std::filesystem::path& data_dir) {
     std::sort(files.begin(), files.end());
     Rules rules;
     std::string hashed;
+    // The catalogue gives the vocabulary and the shape the invariants check, so it is part of the rules.
+    std::shared_ptr<const model::Catalogue> catalogue;
+    if (const auto models = data_dir / "gate" / "models.yaml"; std::filesystem::is_regular_file(models, ec)) {
+        catalogue = std::make_shared<const model::Catalogue>(model::Catalogue::load(models));
+        hashed += std::string("models.yaml") + '\0' + catalogue->text() + '\0';
+    }
     for (const auto& file : files) {
-        rules.m_adapters.push_back(Adapter::load(file));
+        rules.m_adapters.push_back(Adapter::load(file, catalogue));
         hashed += "frameworks/" + file.filename().string() + '\0' + util::read_text_file(file) + '\0';
     }
     const auto invariants_path = data_dir / "gate" / "invariants.yaml";

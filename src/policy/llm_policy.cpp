@@ -182,7 +182,7 @@ private:
     std::optional<Decision> converse(const CampaignState& state) {
         const recipe::Document incumbent = state.original->with_edits(edit_list(state.incumbent_edits));
         if (m_system.empty())
-            m_system = system_prompt(m_options.skills ? skill_context(data_dir() / "skills", state.cluster->gpu, model_family(incumbent)) : "");
+            m_system = system_prompt(m_options.skills ? skill_context(data_dir() / "skills", state.cluster->gpu, model_family(*state.adapter, incumbent)) : "");
         std::vector<llm::Message> messages{llm::Message::system(m_system), llm::Message::user(user_turn(state, incumbent))};
         int refusals = 0;
         for (int round = 0; round < m_options.max_rounds_per_step; ++round) {
@@ -257,10 +257,9 @@ private:
         }
     }
 
-    static std::string model_family(const recipe::Document& recipe) {
-        for (const char* key : {"model.tokenizer.type", "pretrained_model_name_or_path", "model.model_type", "run.name"})
-            if (const auto* value = recipe.find(key)) return value->to_string();
-        return {};
+    /// What the lessons are matched against: the model the recipe names, else the recipe's file name.
+    static std::string model_family(const gate::Adapter& adapter, const recipe::Document& recipe) {
+        return adapter.model_name(recipe).value_or(fs::path(recipe.origin()).stem().string());
     }
 
     Decision fall_back(const CampaignState& state, const std::string& why) {

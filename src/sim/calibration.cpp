@@ -6,6 +6,7 @@
 #include <attune/sim/calibration.hpp>
 
 #include <attune/core/error.hpp>
+#include <attune/model/catalogue.hpp>
 #include <attune/util/files.hpp>
 #include <attune/util/strings.hpp>
 
@@ -48,6 +49,11 @@ bool contains(const std::string& text, std::string_view needle) {
     return util::to_lower(text).find(needle) != std::string::npos;
 }
 
+std::optional<ModelShape> catalogued(std::string_view key) {
+    const auto* entry = model::Catalogue::shipped().find(key, true);
+    return entry ? std::optional<ModelShape>(entry->shape) : std::nullopt;
+}
+
 // Models named only in the `model` column: published shapes in the name, or benchmark models.
 std::optional<ModelShape> model_from_name(const std::string& name) {
     static const std::regex gpt{R"(h=(\d+), L=(\d+), heads=(\d+), V=(\d+))"};
@@ -67,7 +73,7 @@ std::optional<ModelShape> model_from_name(const std::string& name) {
         {"nemotron v3 super", "nemotron3_super_120b_a12b"}, {"nemotron-340b", "nemotron_340b"}};
     const std::string lowered = util::to_lower(name);
     for (const auto& [prefix, key] : aliases) {
-        if (lowered.starts_with(prefix)) return find_model(key);
+        if (lowered.starts_with(prefix)) return catalogued(key);
     }
     return std::nullopt;
 }
@@ -159,7 +165,7 @@ GradReduce grad_reduce(const std::string& framework) {
 
 void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationRow& row) {
     const std::string& model_key = c.get(r, "model_key");
-    std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : find_model(model_key);
+    std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : catalogued(model_key);
     // The `system` column names the machine measured; a 500 W-capped H100 (Grand Teton) is its own part.
     const bool capped = contains(c.get(r, "system"), "500w") && contains(c.get(r, "gpu"), "h100");
     const auto hardware = find_hardware(capped ? "h100_500w" : c.get(r, "gpu"));

@@ -1,6 +1,7 @@
 #include <attune/sim/from_recipe.hpp>
 
 #include <attune/core/error.hpp>
+#include <attune/model/catalogue.hpp>
 #include <attune/util/strings.hpp>
 
 #include <fmt/format.h>
@@ -32,29 +33,22 @@ std::string text(const recipe::Document& r, const gate::Adapter& a, std::string_
     return value && !value->is_null() ? util::to_lower(value->to_string()) : std::string();
 }
 
-/// A local model folder (or its config.json), as given or relative to the recipe's folder.
-std::optional<std::filesystem::path> local_config(const std::string& name, const std::string& recipe) {
-    namespace fs = std::filesystem;
-    for (const fs::path& base : {fs::path{}, fs::path(recipe).parent_path()}) {
-        const fs::path candidate = base / name;
-        std::error_code error;
-        if (fs::is_directory(candidate, error) && fs::is_regular_file(candidate / "config.json", error)) return candidate / "config.json";
-        if (candidate.extension() == ".json" && fs::is_regular_file(candidate, error)) return candidate;
+/// Why the model is unknown: the name the recipe gives that resolves to nothing (with a
+/// did-you-mean), or that it names none; and how to say it.
+std::string unknown_model(const recipe::Document& r, const gate::Adapter& a, const std::vector<std::string>& missing) {
+    std::string what = fmt::format("{}: the model's {} unknown", r.origin(), util::join(missing, ", ") + (missing.size() > 1 ? " are" : " is"));
+    if (const auto name = a.model_name(r)) {
+        what += fmt::format(": '{}' is neither in the model catalogue nor a local folder with a config.json", *name);
+        if (const auto suggestion = a.closest_model(*name)) what += fmt::format(" (did you mean '{}'?)", *suggestion);
     }
-    return std::nullopt;
+    std::vector<std::string> hints;
+    for (const auto& field : missing) hints.push_back(field + ": " + a.how_to_give(field));
+    return what + " (" + util::join(hints, "; ") + ")";
 }
 
 ModelShape model_of(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c) {
     ModelShape m;
-    // from_pretrained names the model itself; from_config (benchmarks: no weights) names it in its config.
-    const auto* name = r.find("model.pretrained_model_name_or_path");
-    if (!name || name->is_null()) name = r.find("model.config.pretrained_model_name_or_path");
-    if (name && !name->is_null()) {
-        if (auto config = local_config(name->to_string(), r.origin())) m = model_from_config(*config);
-        else if (auto known = find_model(name->to_string())) m = *known;
-        else throw InputError(fmt::format("{}: model {} is not in the simulator's catalogue and is not a local folder with a "
-                                          "config.json; give its shape in the recipe", a.name(), name->to_string()));
-    }
+    if (const auto identity = a.model_identity(r)) m = identity->shape;
     m.layers = quantity_or(r, a, c, "layers", m.layers), m.hidden = quantity_or(r, a, c, "hidden", m.hidden);
     m.ffn = quantity_or(r, a, c, "ffn", m.ffn), m.heads = quantity_or(r, a, c, "heads", m.heads);
     m.kv_heads = quantity_or(r, a, c, "kv_heads", m.kv_heads ? m.kv_heads : m.heads);
@@ -62,9 +56,10 @@ ModelShape model_of(const recipe::Document& r, const gate::Adapter& a, const clu
     m.vocab = quantity_or(r, a, c, "vocab", m.vocab), m.experts = quantity_or(r, a, c, "experts", m.experts);
     m.topk = quantity_or(r, a, c, "topk", m.topk), m.moe_ffn = quantity_or(r, a, c, "moe_ffn", m.moe_ffn);
     m.seq_len = quantity_or(r, a, c, "seq_len", 4096);
-    if (m.layers <= 0 || m.hidden <= 0 || m.heads <= 0 || m.vocab <= 0)
-        throw InputError(fmt::format("{}: the recipe gives no model shape (layers, hidden, heads, vocab) and names no "
-                                     "catalogued model", a.name()));
+    std::vector<std::string> missing;
+    for (const char* field : {"layers", "hidden", "heads", "vocab"})
+        if (model::field(m, field).value_or(0) <= 0) missing.emplace_back(field);
+    if (!missing.empty()) throw InputError(unknown_model(r, a, missing));
     return m;
 }
 

@@ -2,10 +2,12 @@
 
 #include <attune/cluster/cluster.hpp>
 #include <attune/gate/expression.hpp>
+#include <attune/model/catalogue.hpp>
 #include <attune/recipe/document.hpp>
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,13 +53,21 @@ struct QuantityRule {
     std::optional<double> default_value;
     std::optional<Expression> expr;
     std::map<std::string, double> map;
+    std::string model_field;  ///< else the field of the model the recipe names (`model: vocab`)
+};
+
+/// The keys by which a recipe names its model and its tokenizer (docs/adapters.md, "The model's identity").
+struct ModelKeys {
+    std::vector<std::string> names;       ///< a model id or a local folder with config.json
+    std::vector<std::string> tokenizers;  ///< a tokenizer id (its vocabulary) or a local folder
 };
 
 /// One recipe family, as its gate/frameworks/<name>.yaml file describes it.
 class Adapter {
 public:
-    /// Reads an adapter file; throws InputError with `file:line: what was expected`.
-    static Adapter load(const std::filesystem::path& path);
+    /// Reads an adapter file; throws InputError with `file:line: what was expected`. The
+    /// catalogue resolves the models recipes name (none: only local config.json files do).
+    static Adapter load(const std::filesystem::path& path, std::shared_ptr<const model::Catalogue> catalogue = nullptr);
 
     [[nodiscard]] const std::string& name() const { return m_name; }
     [[nodiscard]] const std::string& title() const { return m_title; }
@@ -79,8 +89,21 @@ public:
     [[nodiscard]] std::optional<double> quantity(const recipe::Document& recipe, std::string_view name,
                                                  const cluster::Cluster& cluster) const;
     [[nodiscard]] bool has_quantity(std::string_view name) const;
+    /// How a recipe gives a quantity (its keys, the model it names, or what it is computed from), for a message.
+    [[nodiscard]] std::string how_to_give(std::string_view name) const;
     /// The key paths a quantity is read from, in order (empty for computed quantities).
     [[nodiscard]] std::vector<std::string> quantity_paths(std::string_view name) const;
+
+    [[nodiscard]] const ModelKeys& model_keys() const { return m_model_keys; }
+    /// The model the recipe names: by its model keys (a local config.json, else the catalogue),
+    /// else by its tokenizer keys. Nullopt when it names none that resolves.
+    [[nodiscard]] std::optional<model::Identity> model_identity(const recipe::Document& recipe) const;
+    /// The name the recipe gives its model: the first of its model, then tokenizer keys it sets.
+    [[nodiscard]] std::optional<std::string> model_name(const recipe::Document& recipe) const;
+    /// How a recipe says which model it trains (for a message): its model and tokenizer keys.
+    [[nodiscard]] std::string model_hint() const;
+    /// A catalogued name close to `name`, for a did-you-mean.
+    [[nodiscard]] std::optional<std::string> closest_model(std::string_view name) const;
 
     /// The effective value of a canonical lever, from the first key of that lever the recipe sets.
     [[nodiscard]] std::optional<recipe::Value> lever_value(const recipe::Document& recipe, std::string_view lever) const;
@@ -92,6 +115,9 @@ public:
     [[nodiscard]] const KeyRule* lever_rule(std::string_view lever) const;
 
 private:
+    std::optional<double> model_field(const recipe::Document& recipe, const std::string& field) const;
+    std::optional<model::Identity> identity_by(const recipe::Document& recipe, const std::vector<std::string>& keys,
+                                               bool models_only) const;
     std::optional<double> quantity_at_depth(const recipe::Document& recipe, std::string_view name,
                                             const cluster::Cluster& cluster, int depth) const;
 
@@ -105,6 +131,8 @@ private:
     std::vector<QuantityRule> m_quantities;
     std::vector<KeyRule> m_keys;
     std::vector<KeyRule> m_env;
+    ModelKeys m_model_keys;
+    std::shared_ptr<const model::Catalogue> m_catalogue;
 };
 
 /// A rule that must hold between the baseline and the candidate (gate/invariants.yaml).
@@ -119,7 +147,7 @@ struct Invariant {
 /// Every adapter and invariant, with the hash of the files they came from.
 class Rules {
 public:
-    /// Loads gate/frameworks/*.yaml and gate/invariants.yaml below `data_dir`.
+    /// Loads gate/frameworks/*.yaml, gate/invariants.yaml and gate/models.yaml (when there) below `data_dir`.
     static Rules load(const std::filesystem::path& data_dir);
 
     [[nodiscard]] const std::vector<Adapter>& adapters() const { return m_adapters; }

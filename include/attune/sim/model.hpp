@@ -2,7 +2,8 @@
 // The simulator's plain inputs: the hardware, the model's shape and the job's parallel layout.
 // They are independent of recipe files so the estimator stays a pure, fast function.
 
-#include <filesystem>
+#include <attune/model/shape.hpp>
+
 #include <optional>
 #include <string_view>
 
@@ -25,43 +26,8 @@ struct Hardware {
 /// first, then the first catalogue name it starts with), or nullopt.
 std::optional<Hardware> find_hardware(std::string_view name);
 
-/// The transformer's shape. Dense models leave the MoE fields at zero; `mla` models use the
-/// DeepSeek latent-attention ranks instead of `kv_heads`.
-struct ModelShape {
-    int layers = 0;
-    int hidden = 0;
-    int ffn = 0;                    ///< dense MLP width (the dense layers of a MoE model)
-    int heads = 0;
-    int kv_heads = 0;
-    int head_dim = 0;               ///< 0 means hidden / heads
-    int vocab = 0;
-    int seq_len = 0;
-    bool gated_mlp = true;          ///< SwiGLU (3 matrices) rather than GELU (2)
-    int experts = 0;
-    int topk = 0;
-    int moe_ffn = 0;
-    int shared_ffn = 0;             ///< total width of the shared experts
-    int moe_latent = 0;             ///< LatentMoE: routed experts work in this width, projected from and back to hidden (0: none)
-    int dense_layers = 0;           ///< leading dense layers of a MoE model (moe layer frequency)
-    int mtp_layers = 0;
-    bool mla = false;
-    int q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
-    /// Hybrid Mamba models (Nemotron-H / Nemotron 3): `layers` counts every block; only
-    /// `attention_layers` of them hold attention (0 means all), `mamba_layers` hold a Mamba-2 mixer,
-    /// and the MLP/MoE blocks are `layers - dense_layers` (the dense ones have ffn = 0).
-    int attention_layers = 0;
-    int mamba_layers = 0;
-    int mamba_heads = 0, mamba_head_dim = 0, mamba_state = 0, mamba_groups = 0;
-};
-
-/// A well-known architecture by Hugging Face id (`meta-llama/Llama-3.1-70B`) or short key
-/// (`llama3_70b`), case-insensitive; seq_len is left at 0 for the caller. Nullopt when unknown.
-std::optional<ModelShape> find_model(std::string_view name);
-
-/// The shape in a Hugging Face `config.json` (num_hidden_layers, hidden_size, intermediate_size,
-/// attention heads, KV heads, vocab_size, head_dim, and the MoE and MLA fields where present).
-/// Throws InputError naming the file and the field when it cannot be read.
-ModelShape model_from_config(const std::filesystem::path& config_json);
+/// The model's shape is the model module's (gate/models.yaml, config.json files).
+using model::ModelShape;
 
 /// selective: Megatron's (core attention recomputed); saved_ops: PyTorch's per-op selective checkpointing as
 /// torchtitan applies it (`selective_ac_option = "op"`): each layer keeps its input, the attention output and

@@ -1,3 +1,4 @@
+#include <attune/core/error.hpp>
 #include <attune/sim/from_recipe.hpp>
 
 #include <gtest/gtest.h>
@@ -25,7 +26,7 @@ TEST(SimFromRecipe, ReadsQwen3FromANemoRecipeWithItsHeadSizeAndTokenizer) {
                                           gate::default_rules());
     const auto in = from_recipe(loaded.document, *loaded.adapter, cluster::default_cluster());
     EXPECT_EQ(in.model.head_dim, 128);
-    EXPECT_EQ(in.model.vocab, 151936) << "the tokenizer's size, from the adapter's map";
+    EXPECT_EQ(in.model.vocab, 151936) << "the tokenizer's size, from the model catalogue";
     EXPECT_EQ(in.model.experts, 128);
     EXPECT_EQ(in.model.moe_ffn, 768);
     EXPECT_TRUE(estimate(in.hardware, in.model, in.layout).valid);
@@ -43,6 +44,41 @@ TEST(SimFromRecipe, FindsTheModelAnAutoModelBenchmarkNamesInItsConfig) {
     EXPECT_EQ(in.layout.ep, 64);
     EXPECT_EQ(in.layout.mbs, 1) << "the pipeline's micro batch (pp_microbatch_size), not the local batch of 4";
     EXPECT_EQ(in.layout.recompute, Recompute::full) << "activation_checkpointing: true wraps every block";
+}
+
+/// The NeMo example with another tokenizer named in model.tokenizer.type.
+recipe::Document nemo_with_tokenizer(const std::string& tokenizer) {
+    const auto loaded = gate::load_recipe(ATTUNE_SOURCE_DIR "/examples/recipes/nemo-llama3-8b-h100.yaml", gate::default_rules());
+    return loaded.document.with_edits({{"model.tokenizer.type", recipe::Value::string(tokenizer)}});
+}
+
+TEST(SimFromRecipe, ANemoRecipeNamingAnyCataloguedIdAsItsTokenizerGetsThatVocabularyAndKeepsItsOwnShape) {
+    const auto& adapter = *gate::default_rules().find("nemo");
+    for (const auto& [tokenizer, vocab] : std::vector<std::pair<std::string, int>>{{"meta-llama/Llama-3.1-405B", 128256},
+                                                                                 {"openai/gpt-oss-120b", 201088},
+                                                                                 {"Qwen/Qwen3-32B", 151936},
+                                                                                 {"zai-org/GLM-4.5-Air", 151552},
+                                                                                 {"GPT2BPETokenizer", 50257}}) {
+        const auto in = from_recipe(nemo_with_tokenizer(tokenizer), adapter, cluster::default_cluster());
+        EXPECT_EQ(in.model.vocab, vocab) << tokenizer;
+        EXPECT_EQ(in.model.layers, 32) << tokenizer << ": the recipe's own shape keys win";
+        EXPECT_EQ(in.model.head_dim, 0) << tokenizer << ": nothing of the tokenizer's model leaks into the shape";
+        EXPECT_FALSE(in.model.mla) << tokenizer;
+    }
+}
+
+TEST(SimFromRecipe, AnUnknownModelNamesTheValueTheKeyThatWouldResolveItAndTheClosestName) {
+    const auto& adapter = *gate::default_rules().find("nemo");
+    try {
+        (void)from_recipe(nemo_with_tokenizer("Qwen/Qwen3-32"), adapter, cluster::default_cluster());
+        FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("the model's vocab is unknown"), std::string::npos) << what;
+        EXPECT_NE(what.find("'Qwen/Qwen3-32'"), std::string::npos) << what;
+        EXPECT_NE(what.find("did you mean 'Qwen/Qwen3-32B'"), std::string::npos) << what;
+        EXPECT_NE(what.find("set model.tokenizer.type"), std::string::npos) << what;
+    }
 }
 
 TEST(SimFromRecipe, ReadsTheRecomputeSettingsOfEveryFramework) {

@@ -1,3 +1,4 @@
+#include <attune/model/catalogue.hpp>
 #include <attune/sim/oracle.hpp>
 
 #include <gtest/gtest.h>
@@ -6,7 +7,7 @@ namespace attune::sim {
 namespace {
 
 TEST(SimOracle, FindsAtLeastTheBaselineAndCountsFeasibleLayouts) {
-    auto model = *find_model("llama3_70b");
+    auto model = model::Catalogue::shipped().find("llama3_70b")->shape;
     model.seq_len = 8192;
     Layout base;
     base.nodes = 8, base.tp = 8, base.pp = 8, base.gbs = 256, base.sequence_parallel = true;

@@ -1,4 +1,5 @@
 #include <attune/diagnose/parse.hpp>
+#include <attune/model/catalogue.hpp>
 #include <attune/sim/world.hpp>
 
 #include <gtest/gtest.h>
@@ -16,7 +17,7 @@ namespace {
 struct Case {
     Hardware hw = *find_hardware("h100");
     ModelShape model = [] {
-        auto m = *find_model("llama3_8b");
+        auto m = model::Catalogue::shipped().find("llama3_8b")->shape;
         m.seq_len = 8192;
         return m;
     }();

@@ -5,6 +5,7 @@
 #include <attune/diagnose/diagnosis.hpp>
 #include <attune/gate/adapter.hpp>
 #include <attune/gate/policy.hpp>
+#include <attune/model/catalogue.hpp>
 #include <attune/policy/search_rules.hpp>
 #include <attune/util/files.hpp>
 
@@ -71,6 +72,7 @@ std::vector<DataFileCase> data_files() {
         const auto name = "gate/frameworks/" + entry.path().filename().string();
         cases.push_back({name, [name](const fs::path& dir) { (void)gate::Adapter::load(dir / name); }});
     }
+    cases.push_back({"gate/models.yaml", [](const fs::path& dir) { (void)model::Catalogue::load(dir / "gate/models.yaml"); }});
     cases.push_back({"gate/invariants.yaml", [](const fs::path& dir) { (void)gate::Rules::load(dir); }});
     cases.push_back({"gate/policy.default.yaml", [](const fs::path& dir) { (void)gate::load_policy(dir, std::nullopt); }});
     cases.push_back({"skills/rules/search.yaml", [](const fs::path& dir) { (void)policy::SearchRules::load(dir / "skills/rules/search.yaml"); }});

@@ -1,12 +1,12 @@
 #include <attune/core/error.hpp>
-#include <attune/sim/model.hpp>
+#include <attune/model/catalogue.hpp>
 #include <attune/util/files.hpp>
 #include <attune/util/strings.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-namespace attune::sim {
+namespace attune::model {
 
 namespace {
 
@@ -25,7 +25,7 @@ int field(const json& config, std::initializer_list<const char*> keys, int fallb
 
 }  // namespace
 
-ModelShape model_from_config(const std::filesystem::path& path) {
+ModelShape from_config(const std::filesystem::path& path) {
     const std::string file = path.string();
     json config;
     try {
@@ -65,4 +65,4 @@ ModelShape model_from_config(const std::filesystem::path& path) {
     return m;
 }
 
-}  // namespace attune::sim
+}  // namespace attune::model
