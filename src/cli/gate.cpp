@@ -62,9 +62,11 @@ void print_verdict(const gate::Verdict& verdict, const CheckRequest& request) {
                    show_value(change.from), show_value(change.to), change.reason);
     }
     if (!verdict.invariants.empty()) fmt::print("\ninvariants\n");
-    for (const auto& invariant : verdict.invariants)
+    for (const auto& invariant : verdict.invariants) {
         fmt::print("  {:<4} {:<34} {} -> {}\n", invariant.ok ? "ok" : "FAIL", invariant.name, invariant.baseline,
                    invariant.candidate);
+        if (!invariant.ok) fmt::print("       {}\n", invariant.why);
+    }
     const auto refused = std::count_if(verdict.changes.begin(), verdict.changes.end(), [](const auto& c) { return !c.allowed; });
     const auto broken = std::count_if(verdict.invariants.begin(), verdict.invariants.end(), [](const auto& c) { return !c.ok; });
     fmt::print("\nverdict: {} ({} change(s), {} refused; {} invariant(s) broken; {} lever(s) changed{})\n",

@@ -128,9 +128,34 @@ void refuse_duplicates(std::vector<Change>& changes, const recipe::Document& doc
 
 std::string show(const std::optional<double>& value) { return value ? util::format_number(*value) : "n/a"; }
 
+/// Where an invariant could not be judged because a quantity it reads is unknown: refused when the
+/// change moves one of its inputs (the gate never lets an invariant pass on what it cannot tell),
+/// skipped as not applicable otherwise, or when the family has no such quantity at all.
+std::optional<InvariantCheck> unjudged(const Invariant& invariant, const Expression& expression, const Adapter& adapter,
+                                       const Expression::Lookup& on_baseline, const Expression::Lookup& on_candidate) {
+    std::vector<std::string> unknown;
+    std::vector<std::string> moved;
+    for (const auto& name : expression.names()) {
+        const auto before = on_baseline(name);
+        const auto after = on_candidate(name);
+        if (!after || (invariant.same && !before)) {
+            if (!adapter.has_quantity(name)) return std::nullopt;
+            unknown.push_back(name);
+        }
+        if (before.has_value() != after.has_value() || (before && *before != *after)) moved.push_back(name);
+    }
+    if (unknown.empty() || moved.empty()) return std::nullopt;
+    std::vector<std::string> hints;
+    for (const auto& name : unknown) hints.push_back(name + ": " + adapter.how_to_give(name));
+    return InvariantCheck{invariant.name, "unknown", "unknown", false,
+                          "the change moves " + util::join(moved, ", ") + ", and " + util::join(unknown, ", ") +
+                              (unknown.size() > 1 ? " are" : " is") + " unknown, so attune cannot tell whether it holds (" +
+                              util::join(hints, "; ") + "). " + invariant.why};
+}
+
 std::vector<InvariantCheck> check_invariants(const recipe::Document& baseline, const recipe::Document& candidate,
                                              const Adapter& adapter, const Rules& rules, const cluster::Cluster& cluster) {
-    const auto lookup_in = [&](const recipe::Document& document) {
+    const auto lookup_in = [&](const recipe::Document& document) -> Expression::Lookup {
         return [&adapter, &document, &cluster](const std::string& name) { return adapter.quantity(document, name, cluster); };
     };
     const auto on_baseline = lookup_in(baseline);
@@ -150,7 +175,10 @@ std::vector<InvariantCheck> check_invariants(const recipe::Document& baseline, c
         const auto& expression = invariant.same ? *invariant.same : *invariant.holds;
         const auto before = expression.evaluate(on_baseline);
         const auto after = expression.evaluate(on_candidate);
-        if (!after || (invariant.same && !before)) continue;
+        if (!after || (invariant.same && !before)) {
+            if (auto check = unjudged(invariant, expression, adapter, on_baseline, on_candidate)) checks.push_back(std::move(*check));
+            continue;
+        }
         InvariantCheck check{invariant.name, {}, {}, false, invariant.why};
         if (invariant.same) {
             check.baseline = show(before);

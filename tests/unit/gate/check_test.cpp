@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 using namespace attune;
 
@@ -172,4 +173,23 @@ TEST(GateRules, ReportTheFileAndLineOfABadAdapter) {
                                              ":4: class 'objectiv' is not known; expected performance, numerics, objective or derived");
     }
     std::filesystem::remove_all(dir);
+}
+
+TEST_F(GateCheck, AnInvariantWhoseQuantityIsUnknownRefusesAChangeToItsInputsAndSaysHowToGiveIt) {
+    const auto baseline = recipe::Document::parse(std::regex_replace(k_baseline, std::regex("  heads: 32\n"), ""), "base.yaml", {"env_vars"});
+    const auto& adapter = m_rules.adapter_for(baseline);
+    const auto judge_against = [&](const std::vector<recipe::Edit>& edits) {
+        const auto candidate = recipe::Document::parse(baseline.with_edits(edits).text(), "cand.yaml", {"env_vars"});
+        return gate::check(baseline, candidate, adapter, m_rules, m_policy, cluster::default_cluster(), {});
+    };
+    const auto moved = judge_against({{"model.tp", recipe::Value::number(4)}});
+    EXPECT_FALSE(moved.allowed);
+    EXPECT_EQ(refused(moved), Keys{"invariant:heads_divisible_by_tp"});
+    const auto invariant = std::find_if(moved.invariants.begin(), moved.invariants.end(), [](const auto& c) { return !c.ok; });
+    EXPECT_EQ(invariant->candidate, "unknown");
+    EXPECT_NE(invariant->why.find("the change moves tp, and heads is unknown"), std::string::npos) << invariant->why;
+    EXPECT_NE(invariant->why.find("set model.heads"), std::string::npos) << invariant->why;
+    // A change that leaves tp alone cannot break it: the invariant is not applicable, as before.
+    const auto untouched = judge_against({{"model.optim.overlap", recipe::Value::boolean(true)}});
+    EXPECT_TRUE(untouched.allowed) << refused(untouched).size();
 }
