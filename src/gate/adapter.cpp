@@ -111,6 +111,53 @@ std::optional<double> number_of(const recipe::Value& value, const QuantityRule& 
 
 bool is_exact(const std::string& pattern) { return pattern.find('*') == std::string::npos; }
 
+/// A name from a closed list, or a refusal with the list (and a did-you-mean).
+std::size_t one_of(const DataFile& file, const YAML::Node& node, const std::string& what, const std::vector<std::string>& names) {
+    const auto text = file.string(node, what);
+    const auto found = std::find(names.begin(), names.end(), text);
+    if (found != names.end()) return std::size_t(found - names.begin());
+    const auto suggestion = util::closest_match(text, names);
+    file.fail(node, what + " '" + text + "' is not known" +
+                        (suggestion ? "; did you mean '" + *suggestion + "'?" : "; expected one of " + util::join(names, ", ")));
+}
+
+// The on/off levers the simulator reads from a recipe (src/sim/from_recipe.cpp).
+const std::vector<std::string> k_runtime_flags{"sequence_parallel", "distributed_optimizer", "activation_offload",
+                                               "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
+                                               "fusions", "flash_attention", "cuda_graphs", "moe_grouped_gemm"};
+
+Runtime parse_runtime(const DataFile& file, const YAML::Node& node, const std::vector<KeyRule>& keys) {
+    file.expect_fields(node, {"engine", "log_dialect", "defaults", "recompute"});
+    Runtime runtime;
+    if (node["engine"]) runtime.engine = Engine(one_of(file, node["engine"], "engine", {"megatron-core", "fsdp"}));
+    if (node["log_dialect"])
+        runtime.log_dialect = LogDialect(one_of(file, node["log_dialect"], "log_dialect", {"megatron", "automodel"}));
+    if (const auto defaults = node["defaults"]) {
+        if (!defaults.IsMap()) file.fail(defaults, "'defaults' must map on/off levers to true or false");
+        for (const auto& item : defaults) {
+            const auto lever = k_runtime_flags[one_of(file, item.first, "lever", k_runtime_flags)];
+            runtime.defaults[lever] = file.boolean(item.second, lever);
+        }
+    }
+    if (const auto recompute = node["recompute"]) {
+        if (!recompute.IsMap()) file.fail(recompute, "'recompute' must map none, selective and full to the keys each writes");
+        for (const auto& choice : recompute) {
+            const std::vector<std::string> k_choices{"none", "selective", "full"};
+            const auto name = k_choices[one_of(file, choice.first, "recompute choice", k_choices)];
+            if (!choice.second.IsMap()) file.fail(choice.second, "'" + name + "' must map key paths to the values written");
+            for (const auto& item : choice.second) {
+                const auto path = item.first.Scalar();
+                const bool recompute_key = std::any_of(keys.begin(), keys.end(), [&](const KeyRule& rule) {
+                    return rule.lever == "recompute" && rule.pattern == path;
+                });
+                if (!recompute_key) file.fail(item.first, "'" + path + "' is no key of the recompute lever in this file's keys");
+                runtime.recompute[name][path] = value_of(item.second);
+            }
+        }
+    }
+    return runtime;
+}
+
 }  // namespace
 
 std::string to_string(KeyClass key_class) {
@@ -155,7 +202,7 @@ std::string Domain::describe() const {
 Adapter Adapter::load(const std::filesystem::path& path, std::shared_ptr<const model::Catalogue> catalogue) {
     const DataFile file(path);
     const auto& root = file.root();
-    file.expect_fields(root, {"framework", "title", "detect", "env_sections", "model", "quantities", "keys", "env"});
+    file.expect_fields(root, {"framework", "title", "detect", "env_sections", "model", "runtime", "quantities", "keys", "env"});
     Adapter adapter;
     adapter.m_source = path.string();
     adapter.m_catalogue = std::move(catalogue);
@@ -187,6 +234,7 @@ Adapter Adapter::load(const std::filesystem::path& path, std::shared_ptr<const m
         auto& rules = environment ? adapter.m_env : adapter.m_keys;
         for (const auto& item : list) rules.push_back(parse_key_rule(file, item, environment));
     }
+    if (const auto runtime = root["runtime"]) adapter.m_runtime = parse_runtime(file, runtime, adapter.m_keys);
     return adapter;
 }
 

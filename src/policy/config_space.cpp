@@ -208,12 +208,6 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
             m_recompute_bool = rule->domain.type == "bool";
             if (m_recompute_bool) add(int(sim::Recompute::none)), add(int(sim::Recompute::full));
             for (const auto& value : rule->domain.values) add(int(recompute_of(value)));
-            if (rule->pattern.ends_with("activations_checkpoint_granularity")) {
-                const std::string prefix =
-                    rule->pattern.substr(0, rule->pattern.size() - std::string_view("granularity").size());
-                if (adapter.classify(prefix + "method")) m_method_path = prefix + "method";
-                if (adapter.classify(prefix + "num_layers")) m_layers_path = prefix + "num_layers";
-            }
         } else if (is_flag(field)) {
             if (rule->domain.type != "bool") continue;
             add(0), add(1);
@@ -416,19 +410,17 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
         switch (d.field) {
             case Field::recompute: {
                 const auto r = sim::Recompute(v);
-                if (m_recompute_bool)
+                constexpr const char* k_choice[] = {"none", "selective", "full"};   // sim::Recompute's order
+                const auto& spelt = m_adapter->runtime().recompute;
+                if (const auto found = r <= sim::Recompute::full ? spelt.find(k_choice[int(r)]) : spelt.end(); found != spelt.end())
+                    for (const auto& [path, value] : found->second) out.insert_or_assign(path, value);
+                else if (m_recompute_bool)
                     out.insert_or_assign(d.path, Value::boolean(r != sim::Recompute::none));
                 else
                     out.insert_or_assign(
                         d.path, r == sim::Recompute::none
                                     ? Value::null()
                                     : Value::string(r == sim::Recompute::full ? "full" : "selective"));
-                if (m_method_path)
-                    out.insert_or_assign(
-                        *m_method_path, r == sim::Recompute::full ? Value::string("uniform") : Value::null());
-                if (m_layers_path)
-                    out.insert_or_assign(*m_layers_path,
-                                         r == sim::Recompute::full ? Value::number(1) : Value::null());
                 break;
             }
             case Field::vpp:

@@ -17,8 +17,11 @@ int quantity_or(const recipe::Document& r, const gate::Adapter& a, const cluster
     return value ? int(*value) : fallback;
 }
 
+/// An on/off lever: the recipe's, else what the family's runtime does when it is silent, else `fallback`.
 bool flag(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c, std::string_view lever,
           bool fallback) {
+    if (const auto found = a.runtime().defaults.find(std::string(lever)); found != a.runtime().defaults.end())
+        fallback = found->second;
     // A quantity of that name maps the key's values (NeMo's optim.name: fused_adam is no distributed optimizer).
     if (a.has_quantity(lever))
         if (const auto q = a.quantity(r, lever, c)) return *q != 0;
@@ -100,11 +103,11 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
                       : (flag(r, a, c, "distributed_optimizer", true) ? Sharding::distributed_optimizer : Sharding::none);
     l.recompute = parse_recompute(text(r, a, "recompute"));
     l.offload_activations = flag(r, a, c, "activation_offload", false);
-    l.overlap_grad_reduce = flag(r, a, c, "overlap_grad_reduce", a.name() != "nemo");
-    l.overlap_param_gather = flag(r, a, c, "overlap_param_gather", a.name() != "nemo");
+    l.overlap_grad_reduce = flag(r, a, c, "overlap_grad_reduce", true);
+    l.overlap_param_gather = flag(r, a, c, "overlap_param_gather", true);
     l.tp_comm_overlap = flag(r, a, c, "tp_comm_overlap", false);
-    l.fusions = flag(r, a, c, "fusions", a.name() == "nemo");
-    l.megatron_core = a.name() == "nemo";
+    l.fusions = flag(r, a, c, "fusions", false);
+    l.megatron_core = a.runtime().engine == gate::Engine::megatron_core;
     l.flash_attention = flag(r, a, c, "flash_attention", true);
     l.cuda_graphs = flag(r, a, c, "cuda_graphs", false);
     l.moe_grouped_gemm = flag(r, a, c, "moe_grouped_gemm", true);
@@ -116,7 +119,7 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     if (const auto lr = a.lever_value(r, "learning_rate"); lr && lr->as_number()) in.objective.lr = *lr->as_number();
     if (const auto dropout = a.lever_value(r, "dropout"); dropout && dropout->as_number())
         in.objective.dropout = *dropout->as_number();
-    in.dialect = a.name() == "nemo" ? Dialect::megatron : Dialect::automodel;
+    in.dialect = a.runtime().log_dialect == gate::LogDialect::megatron ? Dialect::megatron : Dialect::automodel;
     return in;
 }
 

@@ -62,6 +62,23 @@ struct ModelKeys {
     std::vector<std::string> tokenizers;  ///< a tokenizer id (its vocabulary) or a local folder
 };
 
+/// How the simulator models a family's runtime: Megatron-Core (its own activation layout and
+/// fused loss) or PyTorch FSDP (FSDP1 or FSDP2/DTensor, with Hugging Face models).
+enum class Engine { megatron_core, fsdp };
+/// The log format `attune sim train` writes for a family (diagnose reads both).
+enum class LogDialect { megatron, automodel };
+
+/// What the simulator, the search space and the rules need to know about a family's runtime
+/// (docs/adapters.md, "Runtime").
+struct Runtime {
+    Engine engine = Engine::fsdp;
+    LogDialect log_dialect = LogDialect::automodel;
+    /// On/off levers the runtime sets where the recipe is silent (NeMo: no grad-reduce overlap).
+    std::map<std::string, bool> defaults;
+    /// How the family writes each recompute choice (`none`, `selective`, `full`): every key at once.
+    std::map<std::string, std::map<std::string, recipe::Value>> recompute;
+};
+
 /// One recipe family, as its gate/frameworks/<name>.yaml file describes it.
 class Adapter {
 public:
@@ -94,6 +111,7 @@ public:
     /// The key paths a quantity is read from, in order (empty for computed quantities).
     [[nodiscard]] std::vector<std::string> quantity_paths(std::string_view name) const;
 
+    [[nodiscard]] const Runtime& runtime() const { return m_runtime; }
     [[nodiscard]] const ModelKeys& model_keys() const { return m_model_keys; }
     /// The model the recipe names: by its model keys (a local config.json, else the catalogue),
     /// else by its tokenizer keys. Nullopt when it names none that resolves.
@@ -132,6 +150,7 @@ private:
     std::vector<KeyRule> m_keys;
     std::vector<KeyRule> m_env;
     ModelKeys m_model_keys;
+    Runtime m_runtime;
     std::shared_ptr<const model::Catalogue> m_catalogue;
 };
 

@@ -118,7 +118,7 @@ private:
     sim::SimInputs m_inputs;
     std::vector<Dimension> m_dims;
     std::optional<Point> m_original_point;
-    std::optional<std::string> m_sp_path, m_method_path, m_layers_path, m_vocab_path;
+    std::optional<std::string> m_sp_path, m_vocab_path;
     std::optional<double> m_vocab_multiple;
     const gate::Rules* m_rules;
     const gate::Policy* m_gate_policy;
