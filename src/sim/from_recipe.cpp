@@ -70,8 +70,10 @@ ModelShape model_of(const recipe::Document& r, const gate::Adapter& a, const clu
 
 Recompute parse_recompute(std::string_view value) {
     // A plain `true` is the HF/FSDP flag (HyperPod, AutoModel), which wraps every transformer block
-    // in a checkpoint: the whole layer is recomputed.
-    if (value.find("full") != std::string_view::npos || value == "uniform" || value == "block" || value == "true")
+    // in a checkpoint: the whole layer is recomputed. Hugging Face stacks' `offload` (Axolotl's
+    // gradient_checkpointing) checkpoints every layer too, keeping the checkpoints in host memory.
+    if (value.find("full") != std::string_view::npos || value == "uniform" || value == "block" || value == "true" ||
+        value.starts_with("offload"))
         return Recompute::full;
     if (value.find("selective") != std::string_view::npos) return Recompute::selective;
     return Recompute::none;

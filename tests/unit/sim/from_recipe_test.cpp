@@ -85,6 +85,8 @@ TEST(SimFromRecipe, ReadsTheRecomputeSettingsOfEveryFramework) {
     EXPECT_EQ(parse_recompute("true"), Recompute::full);
     EXPECT_EQ(parse_recompute("full"), Recompute::full);
     EXPECT_EQ(parse_recompute("uniform"), Recompute::full);
+    EXPECT_EQ(parse_recompute("offload"), Recompute::full);
+    EXPECT_EQ(parse_recompute("offload_disk"), Recompute::full);
     EXPECT_EQ(parse_recompute("selective"), Recompute::selective);
     EXPECT_EQ(parse_recompute("false"), Recompute::none);
     EXPECT_EQ(parse_recompute(""), Recompute::none);
