@@ -43,10 +43,10 @@ class GateCorpus : public ::testing::TestWithParam<fs::path> {};
 
 }  // namespace
 
-TEST(GateCorpusSize, HoldsAtLeastEightyCasesAcrossTheThreeFamilies) {
+TEST(GateCorpusSize, HoldsAtLeastEightyCasesAcrossTheFamilies) {
     const auto cases = corpus_cases();
     EXPECT_GE(cases.size(), 80u);
-    for (const std::string family : {"nemo-", "hyperpod-", "automodel-"})
+    for (const std::string family : {"nemo-", "hyperpod-", "automodel-", "axolotl-"})
         EXPECT_TRUE(std::any_of(cases.begin(), cases.end(),
                                 [&](const fs::path& c) { return c.filename().string().rfind(family, 0) == 0; }))
             << family;

@@ -1,4 +1,4 @@
-// Every real recipe of the three families in ../shared/recipes loads, is detected as its
+// Every real recipe of the families attune reads in ../shared/recipes loads, is detected as its
 // family, has no unknown key, and checks against itself as allowed with no changes.
 
 #include "support/run.hpp"
@@ -25,7 +25,8 @@ std::vector<SharedRecipe> shared_recipes() {
     const auto shared = test_support::shared_dir();
     if (shared.empty()) return recipes;
     const std::vector<std::tuple<std::string, std::string, std::string>> families = {
-        {"nemo", "", "nemo"}, {"sagemaker-hyperpod", "hf_", "hyperpod-hf"}, {"automodel", "", "automodel"}};
+        {"nemo", "", "nemo"}, {"sagemaker-hyperpod", "hf_", "hyperpod-hf"}, {"automodel", "", "automodel"},
+        {"axolotl", "", "axolotl"}};
     for (const auto& [folder, prefix, family] : families)
         for (const auto& entry : fs::directory_iterator(shared / "recipes" / folder))
             if (entry.path().extension() == ".yaml" && entry.path().filename().string().rfind(prefix, 0) == 0)
