@@ -6,7 +6,7 @@ set -euo pipefail
 attune_packages=(
   cmake g++ make pkg-config
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev libcurl4-openssl-dev
-  libyaml-cpp-dev libssl-dev libgtest-dev libgmock-dev libeigen3-dev
+  libyaml-cpp-dev libtomlplusplus-dev libssl-dev libgtest-dev libgmock-dev libeigen3-dev
 )
 
 missing=()

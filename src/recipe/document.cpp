@@ -17,9 +17,18 @@ constexpr std::size_t k_max_recipe_bytes = 16u << 20;
 
 }  // namespace
 
+Format format_of(const std::filesystem::path& path) {
+    const auto extension = util::to_lower(path.extension().string());
+    if (extension == ".json") return Format::json;
+    if (extension == ".toml") return Format::toml;
+    return Format::yaml;
+}
+
 Document::Document(std::string text, std::string origin, std::vector<std::string> env_sections)
-    : m_text(std::move(text)), m_origin(std::move(origin)), m_env_sections(std::move(env_sections)) {
-    auto tree = std::make_shared<Tree>(read_yaml(m_text, m_origin));
+    : m_text(std::move(text)), m_origin(std::move(origin)), m_format(format_of(m_origin)),
+      m_env_sections(std::move(env_sections)) {
+    // JSON is YAML's flow style: the YAML reader reads it, with its positions and duplicate keys.
+    auto tree = std::make_shared<Tree>(m_format == Format::toml ? read_toml(m_text, m_origin) : read_yaml(m_text, m_origin));
     m_duplicates = tree->duplicates;
     m_leaves = flatten_and_resolve(tree->root, m_env_sections, m_origin);
     m_tree = std::move(tree);

@@ -3,7 +3,10 @@
 
 #include "tree.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -30,12 +33,37 @@ std::string spliced(std::string text, std::vector<Splice> splices) {
 
 bool overlap(const Splice& a, const Splice& b) { return a.start < b.end && b.start < a.end; }
 
+/// A TOML key as written: bare where TOML allows it, else a quoted key.
+std::string toml_key(const std::string& key) {
+    const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+    return bare ? key : nlohmann::json(key).dump();
+}
+
+/// Where the flow container (`{...}`, `[...]`) opening at `open` closes: the offset of its bracket.
+std::size_t closing_bracket(const std::string& text, std::size_t open) {
+    int depth = 0;
+    for (std::size_t i = open; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '"') {
+            for (++i; i < text.size() && text[i] != '"'; ++i)
+                if (text[i] == '\\') ++i;
+        } else if (c == '{' || c == '[') {
+            ++depth;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            return i;
+        }
+    }
+    return std::string::npos;
+}
+
 /// Applies one edit to recipe text by rewriting only the bytes of the value it changes, so that
 /// comments, key order and every other key stay exactly as written.
 class TextEditor {
 public:
-    TextEditor(const std::string& text, const Node& root, const std::string& origin)
-        : m_text(text), m_root(root), m_origin(origin) {}
+    TextEditor(const std::string& text, const Node& root, const std::string& origin, Format format)
+        : m_text(text), m_root(root), m_origin(origin), m_format(format) {}
 
     /// The bytes an edit of an existing key rewrites, or nullopt when the edit adds keys.
     std::optional<Splice> replacement(const Edit& edit) const {
@@ -88,8 +116,9 @@ private:
         if (node.kind == Node::Kind::mapping || node.kind == Node::Kind::sequence)
             fail(edit, "it is a " + std::string(node.kind == Node::Kind::mapping ? "mapping" : "list") +
                            "; expected a key with a single value");
-        const std::string written = edit.value.to_yaml();
-        if (node.kind == Node::Kind::null && parent != nullptr && parent->kind == Node::Kind::mapping) {
+        const std::string written = render(edit, edit.value);
+        if (node.spanned) return {node.begin, node.end, written};
+        if (node.kind == Node::Kind::null && parent != nullptr && parent->kind == Node::Kind::mapping && !parent->flow) {
             const auto [start, end] = value_region_after_key(edit, node);
             return {start, end, " " + written};
         }
@@ -114,9 +143,32 @@ private:
         return {colon + 1, end};
     }
 
+    /// A value as the recipe's format writes it.
+    std::string render(const Edit& edit, const Value& value) const {
+        switch (m_format) {
+            case Format::yaml: return value.to_yaml();
+            case Format::json: return value.to_json().dump();
+            case Format::toml: {
+                if (value.is_null()) fail(edit, "TOML has no null; remove the key by hand to unset it");
+                if (value.kind() != Value::Kind::number) return value.to_json().dump();
+                const double number = *value.as_number();
+                if (!std::isfinite(number)) return number != number ? "nan" : (number > 0 ? "inf" : "-inf");
+                return value.to_json().dump();
+            }
+        }
+        return value.to_yaml();
+    }
+
     std::string insert_keys(const Edit& edit, const Node& parent, const std::vector<std::string>& missing) const {
         for (const auto& segment : missing)
             if (segment.front() == '[') fail(edit, "list item " + segment + " does not exist");
+        // `a.b` names both a key `b` below `a` and a key written `a.b`: never create the first
+        // where the second exists.
+        for (const auto& key : parent.keys)
+            if (key.find('.') != std::string::npos && (key + ".").starts_with(missing.front() + "."))
+                fail(edit, "the key '" + key + "' holds a '.', so its path cannot be told from a new key's; edit it by hand");
+        if (m_format == Format::json) return insert_json(edit, parent, missing);
+        if (m_format == Format::toml) return insert_toml(edit, parent, missing);
         if (parent.from_alias) fail(edit, "its parent comes from a YAML alias; edit the anchored mapping instead");
         if (parent.kind == Node::Kind::mapping && parent.flow)
             fail(edit, "its parent is a flow mapping ({...}); expected a block mapping to add a key to");
@@ -138,6 +190,58 @@ private:
         fail(edit, "'" + missing.front() + "' would go below a value that is not a mapping");
     }
 
+    /// `"a": {"b": value}` added to a JSON object, after its last member and indented like it.
+    std::string insert_json(const Edit& edit, const Node& parent, const std::vector<std::string>& missing) const {
+        if (parent.kind != Node::Kind::mapping) fail(edit, "'" + missing.front() + "' would go below a value that is not an object");
+        std::string member = render(edit, edit.value);
+        for (auto key = missing.rbegin(); key != missing.rend(); ++key)
+            member = nlohmann::json(*key).dump() + ": " + (key == missing.rbegin() ? member : "{" + member + "}");
+        const auto open = m_text.find('{', offset_of(m_text, parent.mark.line, parent.mark.column));
+        const auto close = open == std::string::npos ? std::string::npos : closing_bracket(m_text, open);
+        if (close == std::string::npos) fail(edit, "its object has no closing brace");
+        if (parent.children.empty()) return spliced(m_text, {{open + 1, open + 1, member}});
+        auto last = close;
+        while (last > open && std::isspace(static_cast<unsigned char>(m_text[last - 1]))) --last;
+        const bool multiline = m_text.find('\n', open) < close;
+        const std::string separator =
+            multiline ? "\n" + std::string(static_cast<std::size_t>(parent.children.back().key_mark.column), ' ') : " ";
+        return spliced(m_text, {{last, last, "," + separator + member}});
+    }
+
+    /// `a.b = value` added to a TOML table: below its header's key-value lines, before the first
+    /// table header for the top level, or inside an inline table's braces.
+    std::string insert_toml(const Edit& edit, const Node& parent, const std::vector<std::string>& missing) const {
+        if (parent.kind != Node::Kind::mapping) fail(edit, "'" + missing.front() + "' would go below a value that is not a table");
+        std::vector<std::string> keys;
+        for (const auto& key : missing) keys.push_back(toml_key(key));
+        std::string line;
+        for (const auto& key : keys) line += (line.empty() ? "" : ".") + key;
+        line += " = " + render(edit, edit.value);
+        if (parent.flow) {
+            auto last = parent.end - 1;  // the closing brace
+            while (!parent.children.empty() && last > parent.begin && m_text[last - 1] == ' ') --last;
+            return spliced(m_text, {{last, last, parent.children.empty() ? " " + line + " " : ", " + line}});
+        }
+        if (!parent.headed)
+            fail(edit, "its table is only implied (by a dotted key, a sub-table's header or [[...]]); add the key by hand");
+        int after_line = &parent == &m_root ? 0 : parent.mark.line;
+        std::size_t first_header = m_text.size();
+        for (const auto& child : parent.children) {
+            if ((child.kind == Node::Kind::mapping && !child.flow) || (child.kind == Node::Kind::sequence && !child.flow))
+                first_header = std::min(first_header, line_start(child.begin));
+            else
+                after_line = std::max(after_line, child.last_line);
+        }
+        const auto at = after_line == 0 ? first_header : std::min(offset_of(m_text, after_line + 1, 0), m_text.size());
+        const std::string prefix = (at > 0 && m_text[at - 1] != '\n') ? "\n" : "";
+        return spliced(m_text, {{at, at, prefix + line + "\n"}});
+    }
+
+    std::size_t line_start(std::size_t offset) const {
+        const auto newline = m_text.rfind('\n', offset == 0 ? 0 : offset - 1);
+        return offset == 0 || newline == std::string::npos ? 0 : newline + 1;
+    }
+
     static std::string key_lines(const std::vector<std::string>& keys, int indent, const Value& value) {
         std::string lines;
         for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -150,6 +254,7 @@ private:
     const std::string& m_text;
     const Node& m_root;
     const std::string& m_origin;
+    Format m_format;
 };
 
 /// What with_edits's result depends on: the text, its origin and environment sections, and each
@@ -183,7 +288,7 @@ Document Document::with_edits(const std::vector<Edit>& edits) const {
     Document current = *this;
     std::size_t next = 0;
     while (next < edits.size()) {
-        const TextEditor editor(current.m_text, current.m_tree->root, m_origin);
+        const TextEditor editor(current.m_text, current.m_tree->root, m_origin, m_format);
         std::vector<Splice> pass;
         std::vector<std::string_view> paths;
         for (; next < edits.size(); ++next) {

@@ -20,6 +20,11 @@ struct Node {
     bool flow = false;       ///< a container written in flow style (`[a, b]`, `{a: 1}`)
     bool from_alias = false; ///< copied from an anchor or merged in: not written at this place
     int last_line = 0;       ///< the last line the node's text reaches
+    /// Where the written value lies in the text, when the reader knows (TOML): bytes [begin, end).
+    std::size_t begin = 0, end = 0;
+    bool spanned = false;
+    /// A TOML table the text opens with its own `[header]` (keys can be added below it).
+    bool headed = false;
     std::vector<std::string> keys;  ///< a mapping's keys, parallel to children
     std::vector<Node> children;     ///< a mapping's values or a sequence's items
 };
@@ -32,6 +37,10 @@ struct Tree {
 /// Parses YAML text into a tree with positions; resolves anchors, aliases and merge keys;
 /// records duplicate keys. Throws InputError naming `origin` and the line.
 Tree read_yaml(const std::string& text, const std::string& origin);
+
+/// Parses TOML text into a tree with positions (tables as mappings, arrays as sequences, in
+/// document order). A key written twice is refused. Throws InputError naming `origin` and the line.
+Tree read_toml(const std::string& text, const std::string& origin);
 
 /// Joins a key path: `parent.key`, or `parent[index]`.
 std::string child_path(const std::string& parent, const std::string& key);

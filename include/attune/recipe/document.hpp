@@ -52,11 +52,16 @@ Edit parse_override(std::string_view text, std::string_view origin);
 
 class Tree;
 
+/// How a recipe file is written. The format follows the file's extension: `.json` (DeepSpeed
+/// configs), `.toml` (torchtitan job files), anything else YAML.
+enum class Format { yaml, json, toml };
+Format format_of(const std::filesystem::path& path);
+
 /// A recipe file: the text as written, its parse tree with positions, and the flattened,
 /// resolved leaves the gate and the simulator read. Immutable; edits produce a new Document.
 class Document {
 public:
-    /// Loads a YAML recipe. `env_sections` name the mappings whose keys are environment
+    /// Loads a recipe in the format its extension names. `env_sections` name the mappings whose keys are environment
     /// variables, for `${oc.env:VAR}`. Throws InputError with `path:line: what was expected`.
     static Document load(const std::filesystem::path& path, const std::vector<std::string>& env_sections = {});
     /// Parses recipe text; `origin` names it in messages.
@@ -71,6 +76,7 @@ public:
     [[nodiscard]] Document with_edits(const std::vector<Edit>& edits) const;
 
     [[nodiscard]] const std::string& origin() const { return m_origin; }
+    [[nodiscard]] Format format() const { return m_format; }
     [[nodiscard]] const std::string& text() const { return m_text; }
     [[nodiscard]] const std::vector<Leaf>& leaves() const { return m_leaves; }
     [[nodiscard]] const std::vector<Duplicate>& duplicates() const { return m_duplicates; }
@@ -94,6 +100,7 @@ private:
 
     std::string m_text;
     std::string m_origin;
+    Format m_format = Format::yaml;
     std::vector<std::string> m_env_sections;
     std::shared_ptr<const Tree> m_tree;
     std::vector<Leaf> m_leaves;

@@ -1,0 +1,144 @@
+// Recipes in every format attune reads (YAML, JSON, TOML): the same key paths and typed values,
+// and edits that rewrite only the bytes of the value they change.
+#include "support/run.hpp"
+
+#include <attune/core/error.hpp>
+#include <attune/recipe/document.hpp>
+#include <attune/util/files.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+using namespace attune;
+using recipe::Document;
+using recipe::Value;
+
+namespace {
+
+/// The bytes of `before` that `after` rewrote: [first, last) of `before`.
+std::pair<std::size_t, std::size_t> changed_region(const std::string& before, const std::string& after) {
+    std::size_t prefix = 0;
+    while (prefix < before.size() && prefix < after.size() && before[prefix] == after[prefix]) ++prefix;
+    std::size_t suffix = 0;
+    while (suffix < before.size() - prefix && suffix < after.size() - prefix &&
+           before[before.size() - 1 - suffix] == after[after.size() - 1 - suffix])
+        ++suffix;
+    return {prefix, before.size() - suffix};
+}
+
+/// Another value of the same kind, so that the edit is visible.
+Value other_than(const Value& value) {
+    switch (value.kind()) {
+        case Value::Kind::boolean: return Value::boolean(!*value.as_bool());
+        case Value::Kind::number: return Value::number(*value.as_number() + 3);
+        default: return Value::string(value.to_string() + "-edited");
+    }
+}
+
+TEST(RecipeFormats, JsonKeepsItsQuotesAndAddsKeysToObjects) {
+    const std::string text = "{\n  \"train_batch_size\": \"auto\",\n  \"zero_optimization\": {\n    \"stage\": 3,\n    \"offload\": null\n  }\n}\n";
+    const auto doc = Document::parse(text, "ds.json");
+    EXPECT_EQ(doc.format(), recipe::Format::json);
+    EXPECT_EQ(doc.find("zero_optimization.stage")->as_number(), 3);
+    const auto edited = doc.with_edits({{"train_batch_size", Value::string("x y")},
+                                        {"zero_optimization.offload", Value::string("cpu")},
+                                        {"zero_optimization.overlap_comm", Value::boolean(true)}});
+    EXPECT_EQ(edited.text(), "{\n  \"train_batch_size\": \"x y\",\n  \"zero_optimization\": {\n    \"stage\": 3,\n"
+                             "    \"offload\": \"cpu\",\n    \"overlap_comm\": true\n  }\n}\n");
+    const auto nested = doc.with_edits({{"bf16.enabled", Value::boolean(true)}});
+    EXPECT_EQ(nested.find("bf16.enabled")->as_bool(), true);
+    EXPECT_NE(nested.text().find("\"bf16\": {\"enabled\": true}"), std::string::npos) << nested.text();
+}
+
+TEST(RecipeFormats, TomlReadsInDocumentOrderAndAddsKeysWhereTomlExpectsThem) {
+    const std::string text = "# job\ntop = 1\n\n[training]\nsteps = 100  # short\nlr = 8e-4\nname = \"c4\"\n\n"
+                             "[parallelism]\ntp = { degree = 2 }\n";
+    const auto doc = Document::parse(text, "job.toml");
+    EXPECT_EQ(doc.format(), recipe::Format::toml);
+    std::vector<std::string> paths;
+    for (const auto& leaf : doc.leaves()) paths.push_back(leaf.path);
+    EXPECT_EQ(paths, (std::vector<std::string>{"top", "training.steps", "training.lr", "training.name", "parallelism.tp.degree"}));
+    EXPECT_EQ(doc.find("training.lr")->as_number(), 8e-4);
+    EXPECT_EQ(doc.find("training.name")->kind(), Value::Kind::string);
+    const auto edited = doc.with_edits({{"training.steps", Value::number(20)},
+                                        {"training.seed", Value::number(7)},
+                                        {"extra", Value::string("a")},
+                                        {"parallelism.tp.async", Value::boolean(true)},
+                                        {"parallelism.cp.degree", Value::number(2)}});
+    EXPECT_EQ(edited.text(), "# job\ntop = 1\nextra = \"a\"\n\n[training]\nsteps = 20  # short\nlr = 8e-4\nname = \"c4\"\n"
+                             "seed = 7\n\n[parallelism]\ntp = { degree = 2, async = true }\ncp.degree = 2\n");
+    EXPECT_THROW((void)doc.with_edits({{"training.steps", Value::null()}}), InputError);
+}
+
+TEST(RecipeFormats, ATomlKeyGivenTwiceIsRefusedWithItsLine) {
+    try {
+        (void)Document::parse("[training]\nsteps = 1\nsteps = 2\n", "job.toml");
+        FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("job.toml:3:"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("steps"), std::string::npos) << e.what();
+    }
+}
+
+/// Every recipe file in ../shared/recipes in a format attune reads.
+std::vector<fs::path> shared_recipe_files() {
+    std::vector<fs::path> files;
+    const auto shared = test_support::shared_dir();
+    if (shared.empty()) return files;
+    for (const auto& entry : fs::recursive_directory_iterator(shared / "recipes")) {
+        const auto extension = entry.path().extension();
+        if (extension == ".yaml" || extension == ".yml" || extension == ".json" || extension == ".toml")
+            files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+TEST(RecipeFormats, EverySharedRecipeRoundTripsAndAnEditChangesOnlyItsValue) {
+    const auto files = shared_recipe_files();
+    if (files.empty()) GTEST_SKIP() << "../shared is absent: the shared recipes are not round-tripped";
+    int edits = 0;
+    for (const auto& file : files) {
+        const auto text = util::read_text_file(file);
+        const auto doc = Document::load(file);
+        EXPECT_EQ(doc.with_edits({}).text(), text) << file;
+        std::vector<const recipe::Leaf*> written;
+        for (const auto& leaf : doc.leaves())
+            if (leaf.origin == recipe::Origin::written && leaf.value.kind() != Value::Kind::empty_list &&
+                leaf.value.kind() != Value::Kind::empty_map && !leaf.value.is_null() &&
+                leaf.written.find('\n') == std::string::npos)
+                written.push_back(&leaf);
+        // Large files (MaxText's base.yml) are sampled; every key of the others is edited.
+        const std::size_t stride = written.size() > 150 ? written.size() / 150 : 1;
+        for (std::size_t i = 0; i < written.size(); i += stride) {
+            const auto& leaf = *written[i];
+            Document edited = doc;
+            try {
+                edited = doc.with_edits({{leaf.path, other_than(leaf.value)}});
+            } catch (const InputError& e) {
+                // A value copied by an anchor or written as a block scalar is refused, not garbled.
+                EXPECT_NE(std::string(e.what()).find("cannot set"), std::string::npos) << e.what();
+                continue;
+            }
+            ++edits;
+            // The YAML reader would also read invalid JSON back: JSON must stay JSON.
+            if (doc.format() == recipe::Format::json)
+                EXPECT_NO_THROW((void)nlohmann::json::parse(edited.text())) << file << ": editing " << leaf.path;
+            const auto [first, last] = changed_region(text, edited.text());
+            EXPECT_EQ(text.substr(first, last - first).find('\n'), std::string::npos)
+                << file << ": editing " << leaf.path << " rewrote more than its value";
+            EXPECT_TRUE(edited.find(leaf.path)->same_as(other_than(leaf.value))) << file << ": " << leaf.path;
+            for (const auto& other : doc.leaves())
+                if (other.path != leaf.path && other.origin == recipe::Origin::written) {
+                    const auto* after = edited.find(other.path);
+                    EXPECT_TRUE(after != nullptr && after->same_as(other.value)) << file << ": editing " << leaf.path << " moved " << other.path;
+                }
+        }
+    }
+    EXPECT_GT(edits, 500);
+}
+
+}  // namespace
