@@ -406,7 +406,8 @@ private:
         plan.steps = trial.steps;
         plan.time_limit_s = trial.time_limit_s;
         plan.dir = m_ctx.dir / "trials" / std::to_string(trial.view.n);
-        plan.recipe_file = m_ctx.dir / "recipes" / fmt::format("trial-{:03}.yaml", trial.view.n);
+        plan.recipe_file = m_ctx.dir / "recipes" /
+                           fmt::format("trial-{:03}{}", trial.view.n, recipe::extension_of(m_ctx.original.format()));
         plan.run_id = run_id(m_ctx.seed, trial.view.n, attempt);
         plan.early_stop_min_steps = std::min(k_early_stop_min_steps, trial.steps);
         return plan;
@@ -652,7 +653,7 @@ CampaignRecord run(const Context& context, Journal& journal, policy::Policy& pol
 }
 
 fs::path write_best(const Context& context, const CampaignRecord& record) {
-    const fs::path path = context.dir / "best.yaml";
+    const fs::path path = best_recipe_path(context.dir, record);
     util::write_file_atomically(path, context.original.with_edits(policy::edit_list(record.best().view.edits)).text());
     return path;
 }

@@ -17,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* k_original = "recipes/original.yaml";
+constexpr const char* k_original = "recipes/original.yaml";  // journals that do not name their copy
 constexpr const char* k_cluster = "cluster.yaml";
 constexpr const char* k_gate_policy = "gate-policy.yaml";
 
@@ -96,7 +96,9 @@ Opened create(const fs::path& dir, const Settings& settings) {
                                      dir.string()));
     make_folder(dir);
     auto lock = std::make_unique<CampaignLock>(dir);
-    copy_in(settings.recipe, dir / k_original);
+    // The copy keeps the recipe's format, which its extension names.
+    const std::string original = "recipes/original" + recipe::extension_of(context.original.format());
+    copy_in(settings.recipe, dir / original);
     if (settings.cluster_file) copy_in(*settings.cluster_file, dir / k_cluster);
     if (settings.gate_policy) copy_in(*settings.gate_policy, dir / k_gate_policy);
     context.trial_steps = settings.trial_steps.value_or(k_default_trial_steps);
@@ -115,7 +117,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
     Journal journal = Journal::open(dir);
     journal.append("campaign-start",
                    {{"recipe", settings.recipe.string()},
-                    {"recipe_file", k_original},
+                    {"recipe_file", original},
                     {"recipe_sha256", util::sha256_hex(context.original.text())},
                     {"framework", context.adapter->name()},
                     {"cluster", cluster_json(context.cluster)},
@@ -152,10 +154,10 @@ Opened reopen(const fs::path& dir, bool lock) {
         if (!start.contains(key) || !start[key].is_string()) return std::nullopt;
         return dir / start[key].get<std::string>();
     };
-    Context context = context_of(dir, dir / start.value("recipe_file", k_original), start.value("framework", ""),
-                                 file("cluster_file"), file("gate_policy_file"));
+    const fs::path original = dir / start.value("recipe_file", k_original);
+    Context context = context_of(dir, original, start.value("framework", ""), file("cluster_file"), file("gate_policy_file"));
     if (util::sha256_hex(context.original.text()) != start.value("recipe_sha256", ""))
-        throw InputError(fmt::format("{}: the recipe copy differs from the one the campaign started with", (dir / k_original).string()));
+        throw InputError(fmt::format("{}: the recipe copy differs from the one the campaign started with", original.string()));
     context.trial_steps = start.value("trial_steps", k_default_trial_steps);
     context.seed = start.value("seed", std::uint64_t{1});
     context.world_seed = start.value("world_seed", std::uint64_t{0});

@@ -201,4 +201,9 @@ std::string_view stage_name(Stage stage) {
     return names[static_cast<int>(stage)];
 }
 
+std::filesystem::path best_recipe_path(const std::filesystem::path& dir, const CampaignRecord& record) {
+    const std::filesystem::path copy = record.start.value("recipe_file", "recipes/original.yaml");
+    return dir / ("best" + copy.extension().string());
+}
+
 }  // namespace attune::campaign

@@ -38,7 +38,7 @@ private:
 
 Settings settings_of(const fs::path& dir, const json& start) {
     Settings s;
-    s.recipe = dir / start.value("recipe_file", "recipes/original.yaml");
+    s.recipe = dir / start.value("recipe_file", "recipes/original.yaml");  // journals older than recipe_file held YAML
     s.framework = start.value("framework", "");
     s.budget_gpu_s = start.value("budget_gpu_seconds", 0.0);
     s.trial_steps = start.value("trial_steps", k_default_trial_steps);

@@ -24,6 +24,15 @@ Format format_of(const std::filesystem::path& path) {
     return Format::yaml;
 }
 
+std::string extension_of(Format format) {
+    switch (format) {
+        case Format::json: return ".json";
+        case Format::toml: return ".toml";
+        case Format::yaml: break;
+    }
+    return ".yaml";
+}
+
 Document::Document(std::string text, std::string origin, std::vector<std::string> env_sections)
     : m_text(std::move(text)), m_origin(std::move(origin)), m_format(format_of(m_origin)),
       m_env_sections(std::move(env_sections)) {

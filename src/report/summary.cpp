@@ -101,7 +101,7 @@ json summary_json(const CampaignRecord& record, const std::filesystem::path& dir
                       {"fallbacks_to_rules", record.llm_fallbacks}};
     out["stop_reason"] = record.end ? json(record.end->value("reason", "")) : json(nullptr);
     out["finished"] = record.end.has_value();
-    out["best_recipe"] = (dir / "best.yaml").string();
+    out["best_recipe"] = campaign::best_recipe_path(dir, record).string();
     out["campaign_dir"] = dir.string();
     return out;
 }
@@ -163,7 +163,7 @@ std::string terminal_summary(const CampaignRecord& record, const std::filesystem
                            record.llm_exchanges, record.llm_input_tokens, record.llm_output_tokens, record.llm_refusals,
                            record.llm_fallbacks);
     if (record.end) out += fmt::format("stopped   {}\n", record.end->value("reason", ""));
-    out += fmt::format("files     {} (best recipe), {} (report), {} (journal)\n", (dir / "best.yaml").string(),
+    out += fmt::format("files     {} (best recipe), {} (report), {} (journal)\n", campaign::best_recipe_path(dir, record).string(),
                        (dir / "report.md").string(), (dir / "journal.jsonl").string());
     return out;
 }

@@ -105,7 +105,8 @@ CampaignRecord run(const Context& context, Journal& journal, policy::Policy& pol
 /// The trial steps used when the user gives none: enough steady steps after warm-up for a noise estimate.
 inline constexpr int k_default_trial_steps = 30;
 
-/// Writes best.yaml: the original with only the winning levers changed (no trial-only keys).
+/// Writes best.yaml (best.json, best.toml: the recipe's format): the original with only the
+/// winning levers changed (no trial-only keys).
 std::filesystem::path write_best(const Context& context, const CampaignRecord& record);
 
 }  // namespace attune::campaign

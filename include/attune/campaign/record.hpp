@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,6 +70,9 @@ struct CampaignRecord {
 /// Folds journal events into a campaign. Throws InputError when the events are not a campaign
 /// (no campaign-start first, a trial event for a trial never proposed).
 CampaignRecord fold(const std::vector<nlohmann::json>& events);
+
+/// Where a campaign writes its best recipe: `best` with the recipe copy's extension (its format).
+std::filesystem::path best_recipe_path(const std::filesystem::path& dir, const CampaignRecord& record);
 
 /// Folds events[from..] into `record`, the fold of events[..from): the same as fold(events), for a
 /// caller that keeps the record and folds each event once (the campaign loop).

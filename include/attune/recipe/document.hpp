@@ -56,6 +56,8 @@ class Tree;
 /// configs), `.toml` (torchtitan job files), anything else YAML.
 enum class Format { yaml, json, toml };
 Format format_of(const std::filesystem::path& path);
+/// The extension a copy of a recipe in that format is written with (`.yaml`, `.json`, `.toml`).
+std::string extension_of(Format format);
 
 /// A recipe file: the text as written, its parse tree with positions, and the flattened,
 /// resolved leaves the gate and the simulator read. Immutable; edits produce a new Document.

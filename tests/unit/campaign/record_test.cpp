@@ -1,5 +1,6 @@
 // The journal fold: what the campaign loop, --resume and report read back.
 #include <attune/campaign/record.hpp>
+#include <attune/recipe/document.hpp>
 
 #include <gtest/gtest.h>
 
@@ -31,4 +32,17 @@ TEST(CampaignRecord, ARestoredIncumbentIsTheBestAgain) {
 }
 
 }  // namespace
+}  // namespace attune::campaign
+
+namespace attune::campaign {
+
+TEST(CampaignRecord, TheBestRecipeIsWrittenInTheFormatOfTheRecipeCopy) {
+    CampaignRecord record;
+    record.start = {{"recipe_file", "recipes/original.toml"}};
+    EXPECT_EQ(best_recipe_path("/c", record), std::filesystem::path("/c/best.toml"));
+    record.start = nlohmann::json::object();  // a journal from before recipe_file: a YAML copy
+    EXPECT_EQ(best_recipe_path("/c", record), std::filesystem::path("/c/best.yaml"));
+    EXPECT_EQ(recipe::extension_of(recipe::format_of("ds_config.JSON")), ".json");
+}
+
 }  // namespace attune::campaign
