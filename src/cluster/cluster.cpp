@@ -72,7 +72,10 @@ const std::map<std::string, FieldReader>& field_readers() {
          }},
         {"launcher", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
              if (!n.IsSequence()) f.fail(n, "'" + k + "' must be a list of arguments");
-             for (const auto& item : n) c.launcher.push_back(read_string(f, item, k));
+             for (const auto& item : n) {
+                 c.launcher.push_back(read_string(f, item, k));
+                 if (const auto problem = launch_word_problem(c.launcher.back()); !problem.empty()) f.fail(item, problem);
+             }
          }},
         {"env", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
              if (!n.IsMap()) f.fail(n, "'" + k + "' must be a mapping of NAME: value");
@@ -117,6 +120,25 @@ Cluster load_cluster(const std::filesystem::path& path) {
         reader->second(cluster, file, item.second, key);
     }
     return cluster;
+}
+
+std::string launch_word_problem(std::string_view word) {
+    for (std::size_t open = word.find('{'); open != std::string_view::npos; open = word.find('{', open + 1)) {
+        const auto close = word.find('}', open);
+        if (close == std::string_view::npos) return "'" + std::string(word) + "': a '{' with no '}'; expected {recipe}, {steps} or {overrides}";
+        const auto name = word.substr(open, close - open + 1);
+        if (name == "{overrides}" && word != name)
+            return "'" + std::string(word) + "': {overrides} stands for several words, so it must be a word of its own";
+        if (name != "{recipe}" && name != "{steps}" && name != "{overrides}")
+            return "'" + std::string(word) + "': unknown placeholder " + std::string(name) + "; expected {recipe}, {steps} or {overrides}";
+    }
+    return {};
+}
+
+bool has_placeholder(std::string_view word) {
+    for (const char* name : {"{recipe}", "{steps}", "{overrides}"})
+        if (word.find(name) != std::string_view::npos) return true;
+    return false;
 }
 
 }  // namespace attune::cluster

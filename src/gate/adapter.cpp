@@ -202,7 +202,7 @@ std::string Domain::describe() const {
 Adapter Adapter::load(const std::filesystem::path& path, std::shared_ptr<const model::Catalogue> catalogue) {
     const DataFile file(path);
     const auto& root = file.root();
-    file.expect_fields(root, {"framework", "title", "detect", "env_sections", "model", "runtime", "quantities", "keys", "env"});
+    file.expect_fields(root, {"framework", "title", "detect", "env_sections", "model", "runtime", "launch", "quantities", "keys", "env"});
     Adapter adapter;
     adapter.m_source = path.string();
     adapter.m_catalogue = std::move(catalogue);
@@ -235,6 +235,15 @@ Adapter Adapter::load(const std::filesystem::path& path, std::shared_ptr<const m
         for (const auto& item : list) rules.push_back(parse_key_rule(file, item, environment));
     }
     if (const auto runtime = root["runtime"]) adapter.m_runtime = parse_runtime(file, runtime, adapter.m_keys);
+    if (const auto launch = root["launch"]) {
+        file.expect_fields(launch, {"args"});
+        adapter.m_launch_args = file.strings(launch["args"], "args");
+        for (std::size_t i = 0; i < adapter.m_launch_args.size(); ++i)
+            if (const auto problem = cluster::launch_word_problem(adapter.m_launch_args[i]); !problem.empty())
+                file.fail(launch["args"][i], problem);
+        if (std::none_of(adapter.m_launch_args.begin(), adapter.m_launch_args.end(), cluster::has_placeholder))
+            file.fail(launch, "'launch.args' must pass the trial: use {recipe} or {overrides}");
+    }
     return adapter;
 }
 

@@ -1,6 +1,7 @@
 // The local backend: the trial command as a child process group on this machine.
 #include <attune/core/error.hpp>
 #include <attune/launch/backend.hpp>
+#include <attune/launch/command.hpp>
 #include <attune/launch/slurm.hpp>
 #include <attune/util/files.hpp>
 #include <attune/util/strings.hpp>
@@ -123,11 +124,12 @@ private:
         return pid_t(util::parse_number(std::string_view(job.job_id).substr(6)).value_or(-1));
     }
 
-    /// The process is the trial's (its argv names the trial recipe), not a reused pid.
+    /// The process is the trial's (its environment names the trial recipe), not a reused pid.
     static bool owned(pid_t pid, const TrialPlan& plan) {
-        std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
-        const std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-        return text.find(fs::absolute(plan.recipe_file).string()) != std::string::npos;
+        std::ifstream environ("/proc/" + std::to_string(pid) + "/environ");
+        const std::string text((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+        const std::string entry = std::string(k_trial_recipe_variable) + "=" + fs::absolute(plan.recipe_file).string();
+        return text.find(std::string(1, '\0') + entry + '\0') != std::string::npos || text.starts_with(entry + '\0');
     }
 
     int gpus(const gate::GatedTrial& trial, int* nodes, int* per_node) const {
@@ -138,13 +140,10 @@ private:
     }
 
     pid_t start(const gate::GatedTrial& trial, const TrialPlan& plan) {
-        if (m_cluster.launcher.empty())
-            throw InputError("cluster '" + m_cluster.name + "': no launcher: the local backend needs the training command's argv "
-                             "(e.g. launcher: [torchrun, --nproc-per-node=8, train.py]) to which the recipe path is appended");
-        std::vector<std::string> argv = m_cluster.launcher;
-        argv.push_back(fs::absolute(plan.recipe_file).string());
+        const std::vector<std::string> argv = trial_command(m_cluster, trial, plan);
         std::map<std::string, std::string> env = m_cluster.env;
         for (const auto& [name, value] : slurm::recipe_environment(trial.recipe(), trial.adapter().env_sections())) env[name] = value;
+        env[k_trial_recipe_variable] = fs::absolute(plan.recipe_file).string();
         const fs::path log = attempt_file(plan, "log");
         fs::remove(log), fs::remove(attempt_file(plan, "local"));
         pid_t pid = 0;

@@ -117,9 +117,6 @@ std::map<std::string, std::string> recipe_environment(const recipe::Document& re
 }
 
 std::string render_script(const cluster::Cluster& cluster, const JobSpec& spec) {
-    if (cluster.launcher.empty())
-        throw InputError("cluster '" + cluster.name + "': no launcher: the Slurm backend needs the training command's argv "
-                         "(e.g. launcher: [python, -m, nemo.collections.llm.run]) to which the recipe path is appended");
     std::ostringstream s;
     s << "#!/bin/bash\n";
     s << "# Rendered by attune for one trial attempt; submitted with `sbatch --parsable` (docs/backends.md).\n";
@@ -157,8 +154,8 @@ std::string render_script(const cluster::Cluster& cluster, const JobSpec& spec) 
     s << "\nexec srun";
     if (!cluster.container_image.empty()) s << " --container-image=" << shell_quote(cluster.container_image, "cluster container_image");
     if (!cluster.container_mounts.empty()) s << " --container-mounts=" << shell_quote(cluster.container_mounts, "cluster container_mounts");
-    for (const auto& word : cluster.launcher) s << " " << shell_quote(word, "cluster launcher");
-    s << " " << shell_quote(spec.recipe_file.string(), "trial recipe path") << "\n";
+    for (const auto& word : spec.command) s << " " << shell_quote(word, "training command");
+    s << "\n";
     return s.str();
 }
 

@@ -2,6 +2,7 @@
 // is exec'd with an argv (util::run_process), never through a shell.
 #include <attune/core/error.hpp>
 #include <attune/launch/backend.hpp>
+#include <attune/launch/command.hpp>
 #include <attune/launch/slurm.hpp>
 #include <attune/util/files.hpp>
 #include <attune/util/strings.hpp>
@@ -75,8 +76,9 @@ public:
         spec.time_limit_s = plan.time_limit_s;
         spec.output = fs::absolute(attempt_file(plan, "log"));
         spec.error = fs::absolute(attempt_file(plan, "err"));
-        spec.recipe_file = fs::absolute(plan.recipe_file);
+        spec.command = trial_command(m_cluster, trial, plan);
         spec.env = slurm::recipe_environment(trial.recipe(), trial.adapter().env_sections());
+        spec.env[k_trial_recipe_variable] = fs::absolute(plan.recipe_file).string();
         const std::string script = slurm::render_script(m_cluster, spec);
         const fs::path script_file = attempt_file(plan, "sbatch");
         util::write_file_atomically(script_file, script);

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attune::cluster {
@@ -27,9 +28,19 @@ struct Cluster {
     std::string container_image;             ///< pyxis/enroot --container-image
     std::string container_mounts;            ///< pyxis/enroot --container-mounts
     std::string gpus_flag = "gpus-per-node"; ///< gpus-per-node | gres
-    std::vector<std::string> launcher;       ///< the training command's argv prefix (before the recipe path)
+    /// The training command's argv: a template with {recipe}, {steps} and {overrides} (see
+    /// launch_word_problem), or a prefix to which the family's launch arguments are appended.
+    std::vector<std::string> launcher;
     std::map<std::string, std::string> env;  ///< environment every trial gets
 };
+
+/// The placeholders of a launch template: `{recipe}` (the trial recipe's absolute path) and
+/// `{steps}` (the optimisation steps the trial runs) inside any word, `{overrides}` (one
+/// `key=value` word per key the trial changes from the original) as a word of its own. Empty when
+/// `word` uses them so, else what is wrong with it.
+std::string launch_word_problem(std::string_view word);
+/// Whether a word holds any placeholder.
+bool has_placeholder(std::string_view word);
 
 /// The GPU types attune knows.
 const std::vector<std::string>& known_gpus();

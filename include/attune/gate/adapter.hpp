@@ -112,6 +112,9 @@ public:
     [[nodiscard]] std::vector<std::string> quantity_paths(std::string_view name) const;
 
     [[nodiscard]] const Runtime& runtime() const { return m_runtime; }
+    /// How the family's trainer is given a trial, appended to a cluster launcher that has no
+    /// placeholder of its own: `[{recipe}]` unless the file's `launch.args` says otherwise.
+    [[nodiscard]] const std::vector<std::string>& launch_args() const { return m_launch_args; }
     [[nodiscard]] const ModelKeys& model_keys() const { return m_model_keys; }
     /// The model the recipe names: by its model keys (a local config.json, else the catalogue),
     /// else by its tokenizer keys. Nullopt when it names none that resolves.
@@ -151,6 +154,7 @@ private:
     std::vector<KeyRule> m_env;
     ModelKeys m_model_keys;
     Runtime m_runtime;
+    std::vector<std::string> m_launch_args{"{recipe}"};
     std::shared_ptr<const model::Catalogue> m_catalogue;
 };
 

@@ -46,14 +46,14 @@ struct JobSpec {
     double time_limit_s = 0;                 ///< 0: the cluster's time_limit, else none
     std::filesystem::path output;            ///< stdout of the job
     std::filesystem::path error;             ///< stderr of the job
-    std::filesystem::path recipe_file;       ///< appended to the launcher's argv
+    std::vector<std::string> command;        ///< the training command (launch::trial_command)
     std::map<std::string, std::string> env;  ///< the recipe's environment (over the cluster's)
 };
 
 /// The sbatch script: directives from the cluster and the spec, the environment exported with
-/// quoted values, and `exec srun [pyxis flags] LAUNCHER... RECIPE` with every word quoted.
-/// Throws InputError when a value cannot be written safely (see shell_quote, directive_value),
-/// a variable name is not `[A-Za-z_][A-Za-z0-9_]*`, or the cluster has no launcher.
+/// quoted values, and `exec srun [pyxis flags] COMMAND...` with every word quoted. Throws
+/// InputError when a value cannot be written safely (see shell_quote, directive_value) or a
+/// variable name is not `[A-Za-z_][A-Za-z0-9_]*`.
 std::string render_script(const cluster::Cluster& cluster, const JobSpec& spec);
 
 /// A scheduler state as one word: `CANCELLED by 0` and `CANCELLED+` read CANCELLED.

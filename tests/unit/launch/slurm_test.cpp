@@ -33,7 +33,7 @@ slurm::JobSpec test_spec() {
     spec.time_limit_s = 345;
     spec.output = "/camp/trials/1/attempt-1.log";
     spec.error = "/camp/trials/1/attempt-1.err";
-    spec.recipe_file = "/camp/recipes/trial-001.yaml";
+    spec.command = {"python", "-m", "nemo.collections.llm.run", "/camp/recipes/trial-001.yaml"};
     return spec;
 }
 
@@ -147,9 +147,6 @@ TEST(SlurmScript, RefusesWhatCannotBeWrittenSafely) {
     auto c = test_cluster();
     c.partition = "gpu\n#SBATCH --account=someone-else";
     EXPECT_THROW(slurm::render_script(c, test_spec()), InputError);
-    c = test_cluster();
-    c.launcher.clear();
-    EXPECT_THROW(slurm::render_script(c, test_spec()), InputError);
     spec = test_spec();
     spec.output = "/a path with spaces/x.log";
     EXPECT_THROW(slurm::render_script(test_cluster(), spec), InputError);
@@ -157,11 +154,10 @@ TEST(SlurmScript, RefusesWhatCannotBeWrittenSafely) {
 
 TEST(SlurmScript, RunsAsBashWithTheValuesIntact) {
     // The rendered script, with srun replaced by a function that prints its argv, run by bash.
-    auto c = test_cluster();
-    c.launcher = {"echo-args", "a b", "it's"};
     auto spec = test_spec();
+    spec.command = {"echo-args", "a b", "it's", "/camp/recipes/trial-001.yaml"};
     spec.env = {{"TRICKY", "$(echo no) `echo no` ; echo no"}};
-    std::string script = slurm::render_script(c, spec);
+    std::string script = slurm::render_script(test_cluster(), spec);
     script.replace(script.find("exec srun"), 9, "srun() { printf '[%s]' \"$@\"; printf '%s' \"$TRICKY\"; }; srun");
     const auto r = attune::util::run_process({"bash", "-c", script});
     EXPECT_EQ(r.exit_code, 0) << r.err;
