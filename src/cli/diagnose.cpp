@@ -19,7 +19,8 @@ namespace {
 
 struct DiagnoseOptions {
     std::vector<std::string> logs;
-    std::string framework;
+    std::string dialect;
+    std::string framework;  ///< the old name of --dialect, refused with what to write instead
     std::string recipe;
     std::string cluster_file;
     double hang_after_s = 0;  // 0: not given
@@ -29,14 +30,17 @@ struct DiagnoseOptions {
 
 int execute(const DiagnoseOptions& options) {
     const std::vector<std::filesystem::path> logs(options.logs.begin(), options.logs.end());
-    const auto framework = options.framework.empty() ? std::nullopt : std::optional<std::string>(options.framework);
+    if (!options.framework.empty())
+        throw InputError("diagnose --framework " + options.framework +
+                         ": a log dialect is given with --dialect; --framework names a recipe family (tune, gate, sim)");
+    const auto dialect = options.dialect.empty() ? std::nullopt : std::optional<std::string>(options.dialect);
     diagnose::HangCheck hang;
     if (options.hang_after_s > 0) {
         // The caller watches a running job: the log's age counts as silence too.
         hang.after_s = options.hang_after_s;
         hang.now = std::chrono::system_clock::now();
     }
-    const auto metrics = diagnose::parse_logs(logs, framework, hang);
+    const auto metrics = diagnose::parse_logs(logs, dialect, hang);
     diagnose::Layout layout;
     if (!options.recipe.empty()) {
         const auto cluster = options.cluster_file.empty() ? cluster::default_cluster() : cluster::load_cluster(options.cluster_file);
@@ -56,7 +60,8 @@ const Registration k_registration{40, [](CLI::App& app, Action& chosen) {
     auto options = std::make_shared<DiagnoseOptions>();
     auto* sub = app.add_subcommand("diagnose", "Read trial logs into metrics, a status and a bottleneck");
     sub->add_option("LOG", options->logs, "Log files of one trial, read in order as one stream")->required();
-    sub->add_option("--framework", options->framework, "Log dialect instead of detection: " + [] {
+    sub->add_option("--framework", options->framework)->group("");
+    sub->add_option("--dialect", options->dialect, "Log dialect instead of detection: " + [] {
         std::string names;
         for (const auto& name : diagnose::dialect_names()) {
             names += (names.empty() ? "" : ", ") + name;

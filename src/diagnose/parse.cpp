@@ -412,7 +412,7 @@ private:
         if (m_spec != nullptr && detail::is_record(line, *m_spec)) {
             return m_spec;
         }
-        // Once records are seen (or --framework is given) only that dialect's formats are tried.
+        // Once records are seen (or --dialect is given) only that dialect's formats are tried.
         for (const auto* spec : m_candidates) {
             if (spec != m_spec && detail::is_record(line, *spec)) {
                 return spec;
@@ -849,7 +849,7 @@ private:
     const DialectSpec* m_spec;
     HangCheck m_hang;
     std::vector<const DialectSpec*> m_candidates;
-    std::string m_dialect;         // from the records (or --framework)
+    std::string m_dialect;         // from the records (or --dialect)
     std::string m_marker_dialect;  // from framework wording, used when no record is seen
     std::vector<StepRecord> m_steps;
     std::vector<std::uint8_t> m_rank0;  // per step: 1 when rank 0 printed the record kept
@@ -874,21 +874,21 @@ private:
     long long m_last_record_step = std::numeric_limits<long long>::min();
     Evidence m_streak_start;                    // the first skip line of the streak
     bool m_record_open = false;                 // the last line was the kept record of its step (or its wrapped rest)
-    bool m_forced = false;                      // --framework (or a split's boundary) chose the dialect
+    bool m_forced = false;                      // --dialect (or a split's boundary) chose the dialect
     bool m_loop_seen = false;                   // a record of the training loop, not the runtime's engine, was read
 };
 
-const DialectSpec* forced_spec(const std::optional<std::string>& framework) {
-    if (!framework) {
+const DialectSpec* forced_spec(const std::optional<std::string>& dialect) {
+    if (!dialect) {
         return nullptr;
     }
     for (const auto& spec : detail::dialect_specs()) {
-        if (spec.name == *framework) {
+        if (spec.name == *dialect) {
             return &spec;
         }
     }
-    std::string message = "unknown framework '" + *framework + "': expected one of " + util::join(dialect_names(), ", ");
-    if (const auto suggestion = util::closest_match(*framework, dialect_names())) {
+    std::string message = "unknown log dialect '" + *dialect + "': expected one of " + util::join(dialect_names(), ", ");
+    if (const auto suggestion = util::closest_match(*dialect, dialect_names())) {
         message += " (did you mean '" + *suggestion + "'?)";
     }
     throw InputError(message);
@@ -1064,9 +1064,9 @@ std::uintmax_t SplitPolicy::default_split_bytes() {
     return std::thread::hardware_concurrency() > 1 ? k_default_split_bytes : std::numeric_limits<std::uintmax_t>::max();
 }
 
-RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework,
+RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& dialect,
                       const HangCheck& hang, const SplitPolicy& split) {
-    const auto* forced = forced_spec(framework);
+    const auto* forced = forced_spec(dialect);
     std::uintmax_t total_bytes = 0;
     for (const auto& path : logs) {
         refuse_binary(path);

@@ -93,7 +93,11 @@ TEST(DiagnoseCli, MissingFileExitsTwo) {
 }
 
 TEST(DiagnoseCli, UnknownFrameworkExitsTwo) {
-    EXPECT_EQ(run_attune("diagnose --framework nope " + fixture("megatron/mcore-plain-oom-then-watchdog.log")).exit_code, 2);
+    EXPECT_EQ(run_attune("diagnose --dialect nope " + fixture("megatron/mcore-plain-oom-then-watchdog.log")).exit_code, 2);
+    // --framework names a recipe family everywhere else: here it is refused with the option to use.
+    const auto renamed = run_attune("diagnose --framework megatron " + fixture("megatron/mcore-plain-oom-then-watchdog.log"));
+    EXPECT_EQ(renamed.exit_code, 2);
+    EXPECT_NE(renamed.err.find("--dialect"), std::string::npos) << renamed.err;
 }
 
 TEST(DiagnoseCli, ALogWithNothingRecognisedIsStillADocumentWithStatusUnknown) {

@@ -41,10 +41,10 @@ struct SplitPolicy {
 };
 
 /// Reads the logs of one trial (several files are read in order as one stream) into RunMetrics.
-/// `framework` forces a dialect; otherwise the dialect is detected from the content. Throws
-/// InputError for a missing file, an unknown `framework` (with a suggestion), or content in which
+/// `dialect` forces a dialect; otherwise the dialect is detected from the content. Throws
+/// InputError for a missing file, an unknown `dialect` (with a suggestion), or content in which
 /// no dialect and no failure sign is recognised. Never throws on malformed lines.
-RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& framework,
+RunMetrics parse_logs(const std::vector<std::filesystem::path>& logs, const std::optional<std::string>& dialect,
                       const HangCheck& hang = {}, const SplitPolicy& split = {});
 
 /// Fills `metrics.steady` and `metrics.status` (`too-short`) from the steps: the first step and
