@@ -20,6 +20,7 @@ using nlohmann::json;
 constexpr const char* k_original = "recipes/original.yaml";  // journals that do not name their copy
 constexpr const char* k_cluster = "cluster.yaml";
 constexpr const char* k_gate_policy = "gate-policy.yaml";
+constexpr const char* k_model_config = "model-config.json";
 
 void make_folder(const fs::path& dir) {
     std::error_code error;
@@ -38,9 +39,10 @@ json cluster_json(const cluster::Cluster& c) {
 }
 
 Context context_of(const fs::path& dir, const fs::path& recipe, const std::string& framework,
-                   const std::optional<fs::path>& cluster_file, const std::optional<fs::path>& gate_policy) {
+                   const std::optional<fs::path>& cluster_file, const std::optional<fs::path>& gate_policy,
+                   const std::optional<fs::path>& model_config) {
     const gate::Rules& rules = gate::default_rules();
-    auto loaded = gate::load_recipe(recipe, rules, framework);
+    auto loaded = gate::load_recipe(recipe, rules, framework, model_config);
     return Context{.dir = dir,
                    .original = std::move(loaded.document),
                    .adapter = loaded.adapter,
@@ -89,7 +91,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
     if (settings.budget_gpu_s <= 0) throw InputError("--budget: expected a positive GPU-time such as 200gpuh");
     if (settings.trial_steps && *settings.trial_steps < 3)
         throw InputError(fmt::format("--trial-steps {}: expected at least 3 (warm-up, then timed steps)", *settings.trial_steps));
-    Context context = context_of(dir, settings.recipe, settings.framework, settings.cluster_file, settings.gate_policy);
+    Context context = context_of(dir, settings.recipe, settings.framework, settings.cluster_file, settings.gate_policy,
+                                 settings.model_config);
     if (settings.backend == "sim") require_simulable(settings.recipe, context);
     if (fs::exists(dir / "journal.jsonl"))
         throw InputError(fmt::format("{}: this folder already holds a campaign; add --resume to continue it, or choose another --campaign",
@@ -101,6 +104,12 @@ Opened create(const fs::path& dir, const Settings& settings) {
     copy_in(settings.recipe, dir / original);
     if (settings.cluster_file) copy_in(*settings.cluster_file, dir / k_cluster);
     if (settings.gate_policy) copy_in(*settings.gate_policy, dir / k_gate_policy);
+    if (settings.model_config) {
+        // The campaign reads its own copy from now on, so that --resume and replay see the same model.
+        const fs::path config = fs::is_directory(*settings.model_config) ? *settings.model_config / "config.json" : *settings.model_config;
+        copy_in(config, dir / k_model_config);
+        context.original = context.original.with_model_config(dir / k_model_config);
+    }
     context.trial_steps = settings.trial_steps.value_or(k_default_trial_steps);
     context.seed = settings.seed;
     context.world_seed = settings.world_seed;
@@ -123,6 +132,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"cluster", cluster_json(context.cluster)},
                     {"cluster_file", settings.cluster_file ? json(k_cluster) : json(nullptr)},
                     {"gate_policy_file", settings.gate_policy ? json(k_gate_policy) : json(nullptr)},
+                    {"model_config_file", settings.model_config ? json(k_model_config) : json(nullptr)},
                     {"backend", settings.backend},
                     {"policy", settings.policy},
                     {"llm", settings.llm},
@@ -155,7 +165,8 @@ Opened reopen(const fs::path& dir, bool lock) {
         return dir / start[key].get<std::string>();
     };
     const fs::path original = dir / start.value("recipe_file", k_original);
-    Context context = context_of(dir, original, start.value("framework", ""), file("cluster_file"), file("gate_policy_file"));
+    Context context = context_of(dir, original, start.value("framework", ""), file("cluster_file"), file("gate_policy_file"),
+                                 file("model_config_file"));
     if (util::sha256_hex(context.original.text()) != start.value("recipe_sha256", ""))
         throw InputError(fmt::format("{}: the recipe copy differs from the one the campaign started with", original.string()));
     context.trial_steps = start.value("trial_steps", k_default_trial_steps);

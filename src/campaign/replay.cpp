@@ -46,6 +46,8 @@ Settings settings_of(const fs::path& dir, const json& start) {
     if (start.contains("cluster_file") && start["cluster_file"].is_string()) s.cluster_file = dir / start["cluster_file"].get<std::string>();
     if (start.contains("gate_policy_file") && start["gate_policy_file"].is_string())
         s.gate_policy = dir / start["gate_policy_file"].get<std::string>();
+    if (start.contains("model_config_file") && start["model_config_file"].is_string())
+        s.model_config = dir / start["model_config_file"].get<std::string>();
     s.policy = start.value("policy", "rules");
     s.seed = start.value("seed", std::uint64_t{1});
     s.world_seed = start.value("world_seed", std::uint64_t{0});

@@ -22,6 +22,7 @@ struct CheckRequest {
     std::string gate_policy;
     std::string cluster_file;
     std::string framework;
+    std::string model_config;
     int max_levers = 0;
     bool allow_unknown = false;
     bool trial = false;
@@ -80,8 +81,11 @@ int execute_check(const CheckRequest& request) {
     const auto policy = gate::load_policy(data, request.gate_policy.empty() ? std::nullopt
                                                                             : std::optional<std::filesystem::path>(request.gate_policy));
     const auto cluster = request.cluster_file.empty() ? cluster::default_cluster() : cluster::load_cluster(request.cluster_file);
-    const auto baseline = gate::load_recipe(request.baseline, rules, request.framework);
-    const auto candidate = load_candidate(request.candidate, baseline.document);
+    const auto model_config =
+        request.model_config.empty() ? std::nullopt : std::optional<std::filesystem::path>(request.model_config);
+    const auto baseline = gate::load_recipe(request.baseline, rules, request.framework, model_config);
+    auto candidate = load_candidate(request.candidate, baseline.document);
+    if (model_config) candidate = candidate.with_model_config(*model_config);
     gate::CheckOptions options;
     options.purpose = request.trial ? gate::Purpose::trial_run : gate::Purpose::final_recipe;
     if (request.max_levers > 0) options.max_levers = request.max_levers;
@@ -170,6 +174,8 @@ const Registration k_registration{20, [](CLI::App& app, Action& chosen) {
     check_command->add_flag("--allow-unknown", check->allow_unknown, "Warn about unknown keys instead of refusing them");
     check_command->add_option("--cluster", check->cluster_file, "Cluster file giving the job's shape when the recipe does not");
     check_command->add_option("--framework", check->framework, "The recipe family, when detection is not wanted");
+    check_command->add_option("--model-config", check->model_config,
+                              "Hugging Face config.json of the model the recipe trains, where the recipe does not name a known one");
     check_command->add_flag("--trial", check->trial, "Judge a trial run: trial-only keys (steps, validation, checkpoints) may change");
     check_command->add_flag("--json", check->json, "Print one JSON document on stdout");
     check_command->callback([check, &chosen] { chosen = [check] { return execute_check(*check); }; });

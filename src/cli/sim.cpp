@@ -20,6 +20,7 @@ namespace {
 struct SimOptions {
     std::string recipe;
     std::string cluster_file;
+    std::string model_config;
     bool json = false;
     int steps = 20;
     std::uint64_t world_seed = sim::k_default_world_seed;
@@ -27,9 +28,14 @@ struct SimOptions {
     std::string gate_policy_file;
 };
 
+gate::LoadedRecipe load(const SimOptions& options) {
+    return gate::load_recipe(options.recipe, gate::default_rules(), {},
+                             options.model_config.empty() ? std::nullopt : std::optional<std::filesystem::path>(options.model_config));
+}
+
 sim::SimInputs load_inputs(const SimOptions& options) {
     const auto cluster = options.cluster_file.empty() ? cluster::default_cluster() : cluster::load_cluster(options.cluster_file);
-    const auto loaded = gate::load_recipe(options.recipe, gate::default_rules());
+    const auto loaded = load(options);
     return sim::from_recipe(loaded.document, *loaded.adapter, cluster);
 }
 
@@ -71,7 +77,7 @@ int execute_train(const SimOptions& options) {
 
 int execute_oracle(const SimOptions& options) {
     const auto cluster = options.cluster_file.empty() ? cluster::default_cluster() : cluster::load_cluster(options.cluster_file);
-    const auto loaded = gate::load_recipe(options.recipe, gate::default_rules());
+    const auto loaded = load(options);
     const auto gate_policy = gate::load_policy(data_dir(), options.gate_policy_file.empty()
                                                                ? std::nullopt
                                                                : std::optional<std::filesystem::path>(options.gate_policy_file));
@@ -98,6 +104,8 @@ int execute_oracle(const SimOptions& options) {
 void common(CLI::App* command, SimOptions& options) {
     command->add_option("RECIPE", options.recipe, "Recipe file")->required();
     command->add_option("--cluster", options.cluster_file, "Cluster file (default: 8 x 8 H100)");
+    command->add_option("--model-config", options.model_config,
+                        "Hugging Face config.json of the model the recipe trains, where the recipe does not name a known one");
 }
 
 const Registration k_registration{60, [](CLI::App& app, Action& chosen) {

@@ -26,6 +26,7 @@ struct TuneOptions {
     std::string budget = "200gpuh";
     std::string backend = "sim";
     std::string cluster_file;
+    std::string model_config;
     std::string policy = "rules";
     std::string framework;
     int trial_steps = 0;
@@ -66,6 +67,7 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     if (o.trial_steps != 0) settings.trial_steps = o.trial_steps;
     settings.backend = o.backend;
     if (!o.cluster_file.empty()) settings.cluster_file = o.cluster_file;
+    if (!o.model_config.empty()) settings.model_config = o.model_config;
     settings.policy = o.policy;
     if (!o.gate_policy.empty()) settings.gate_policy = o.gate_policy;
     settings.seed = o.seed;
@@ -133,7 +135,9 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
                      "slurm: cancel a trial still queued after this long (Slurm time: MM, HH:MM:SS, D-HH:MM:SS)");
     tune->add_option("--cluster", options->cluster_file, "Cluster file (default: 8 x 8 H100)");
     tune->add_option("--policy", options->policy, "Who proposes: rules (default), random, bayes, grid")->capture_default_str();
-    tune->add_option("--framework", options->framework, "Force the recipe family (nemo, hyperpod-hf, automodel)");
+    tune->add_option("--framework", options->framework, "Force the recipe family (a gate/frameworks/ file: nemo, hyperpod-hf, automodel, axolotl)");
+    tune->add_option("--model-config", options->model_config,
+                     "Hugging Face config.json of the model the recipe trains, where the recipe does not name a known one");
     tune->add_option("--trial-steps", options->trial_steps, "Steps per trial (default: 30)");
     tune->add_option("--campaign", options->campaign_dir, "Campaign folder (default: ./attune-campaigns/<recipe>-<time>)");
     tune->add_flag("--resume", options->resume, "Continue the campaign in --campaign DIR from its journal");

@@ -111,6 +111,12 @@ std::optional<double> number_of(const recipe::Value& value, const QuantityRule& 
 
 bool is_exact(const std::string& pattern) { return pattern.find('*') == std::string::npos; }
 
+/// Where no catalogue is loaded (an adapter read on its own), only local config.json files resolve.
+const model::Catalogue& no_catalogue() {
+    static const model::Catalogue empty;
+    return empty;
+}
+
 /// A name from a closed list, or a refusal with the list (and a did-you-mean).
 std::size_t one_of(const DataFile& file, const YAML::Node& node, const std::string& what, const std::vector<std::string>& names) {
     const auto text = file.string(node, what);
@@ -316,17 +322,17 @@ std::optional<double> Adapter::quantity_at_depth(const recipe::Document& recipe,
 
 std::optional<model::Identity> Adapter::identity_by(const recipe::Document& recipe, const std::vector<std::string>& keys,
                                                     bool models_only) const {
-    static const model::Catalogue k_empty;
     for (const auto& key : keys) {
         const auto* value = recipe.find(key);
         if (value == nullptr || value->is_null() || value->to_string().empty()) continue;
         return model::resolve(value->to_string(), std::filesystem::path(recipe.origin()).parent_path(),
-                              m_catalogue ? *m_catalogue : k_empty, models_only);
+                              m_catalogue ? *m_catalogue : no_catalogue(), models_only);
     }
     return std::nullopt;
 }
 
 std::optional<model::Identity> Adapter::model_identity(const recipe::Document& recipe) const {
+    if (const auto& given = recipe.model_config()) return model::resolve(given->string(), {}, no_catalogue(), true);
     if (auto named = identity_by(recipe, m_model_keys.names, true)) return named;
     // A recipe that writes its own shape trains that shape whatever tokenizer it names (a tokenizer
     // is often shared by models of several sizes): then the tokenizer gives the vocabulary only.
@@ -339,7 +345,7 @@ std::optional<model::Identity> Adapter::model_identity(const recipe::Document& r
 std::optional<double> Adapter::model_field(const recipe::Document& recipe, const std::string& field) const {
     // The vocabulary is the tokenizer's where the recipe names one (NeMo, Megatron); a tokenizer
     // that is no model of its own gives nothing else.
-    if (field == "vocab")
+    if (field == "vocab" && !recipe.model_config())
         if (const auto tokenizer = identity_by(recipe, m_model_keys.tokenizers, false)) return tokenizer->shape.vocab;
     const auto identity = model_identity(recipe);
     return identity ? model::field(identity->shape, field) : std::nullopt;
@@ -356,8 +362,9 @@ std::optional<std::string> Adapter::model_name(const recipe::Document& recipe) c
 std::string Adapter::model_hint() const {
     std::vector<std::string> keys = m_model_keys.names;
     keys.insert(keys.end(), m_model_keys.tokenizers.begin(), m_model_keys.tokenizers.end());
-    if (keys.empty()) return "no key of " + m_name + " names the model";
-    return "set " + util::join(keys, " or ") + " to a catalogued model (gate/models.yaml) or a local folder with a config.json";
+    if (keys.empty()) return "pass --model-config CONFIG.json (no key of " + m_name + " names the model)";
+    return "set " + util::join(keys, " or ") +
+           " to a catalogued model (gate/models.yaml) or a local folder with a config.json, or pass --model-config CONFIG.json";
 }
 
 std::optional<std::string> Adapter::closest_model(std::string_view name) const {
@@ -465,11 +472,19 @@ const Rules& default_rules() {
 
 const Adapter& detect_adapter(const recipe::Document& recipe) { return default_rules().adapter_for(recipe); }
 
-LoadedRecipe load_recipe(const std::filesystem::path& path, const Rules& rules, std::string_view framework) {
+LoadedRecipe load_recipe(const std::filesystem::path& path, const Rules& rules, std::string_view framework,
+                         const std::optional<std::filesystem::path>& model_config) {
     auto raw = recipe::Document::load(path);
     const Adapter& adapter = rules.adapter_for(raw, framework);
-    if (adapter.env_sections().empty()) return {std::move(raw), &adapter};
-    return {raw.with_env_sections(adapter.env_sections()), &adapter};
+    if (!adapter.env_sections().empty()) raw = raw.with_env_sections(adapter.env_sections());
+    if (model_config) {
+        // A file that is not a model's config is the user's error: said now, not at the first estimate.
+        if (!model::resolve(model_config->string(), {}, no_catalogue(), true))
+            throw InputError("--model-config " + model_config->string() +
+                             ": expected a Hugging Face config.json (a .json file, or a folder holding one)");
+        raw = raw.with_model_config(*model_config);
+    }
+    return {std::move(raw), &adapter};
 }
 
 }  // namespace attune::gate

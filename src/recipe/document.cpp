@@ -58,7 +58,15 @@ Document Document::parse(std::string text, std::string origin, const std::vector
 }
 
 Document Document::with_env_sections(const std::vector<std::string>& env_sections) const {
-    return Document(m_text, m_origin, env_sections);
+    Document document(m_text, m_origin, env_sections);
+    document.m_model_config = m_model_config;
+    return document;
+}
+
+Document Document::with_model_config(std::filesystem::path config_json) const {
+    Document document = *this;
+    document.m_model_config = std::move(config_json);
+    return document;
 }
 
 const Leaf* Document::find_leaf(std::string_view path) const {

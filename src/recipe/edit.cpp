@@ -259,9 +259,9 @@ private:
 
 /// What with_edits's result depends on: the text, its origin and environment sections, and each
 /// edit's path, create flag and value as written.
-std::string edits_key(const std::string& text, const std::string& origin,
-                      const std::vector<std::string>& env_sections, const std::vector<Edit>& edits) {
-    std::string key = origin + '\0' + text + '\0';
+std::string edits_key(const std::string& text, const std::string& origin, const std::vector<std::string>& env_sections,
+                      const std::optional<std::filesystem::path>& model_config, const std::vector<Edit>& edits) {
+    std::string key = origin + '\0' + text + '\0' + (model_config ? model_config->string() : std::string()) + '\0';
     for (const auto& section : env_sections) key += section + '\n';
     for (const auto& edit : edits) {
         key += '\0';
@@ -280,7 +280,7 @@ Document Document::with_edits(const std::vector<Edit>& edits) const {
     // as good as a new one.
     constexpr std::size_t k_remembered = 64;
     thread_local std::unordered_map<std::string, Document> remembered;
-    const std::string key = edits_key(m_text, m_origin, m_env_sections, edits);
+    const std::string key = edits_key(m_text, m_origin, m_env_sections, m_model_config, edits);
     if (const auto found = remembered.find(key); found != remembered.end()) return found->second;
     // Edits that rewrite existing values go in one pass and one parse (parsing dominates the cost
     // of a candidate configuration); an edit that adds keys, or touches a key or bytes an earlier
@@ -303,6 +303,7 @@ Document Document::with_edits(const std::vector<Edit>& edits) const {
         // Values written as they already are leave the text, hence the document, as it was.
         if (text == current.m_text) continue;
         current = Document(std::move(text), m_origin, m_env_sections);
+        current.m_model_config = m_model_config;
     }
     if (remembered.size() >= k_remembered) remembered.clear();
     remembered.emplace(key, current);

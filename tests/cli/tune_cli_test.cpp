@@ -332,3 +332,51 @@ TEST(TuneReport, HtmlHasAnInlinePlotAndNoScriptJsonAndLessonsReadTheSameJournal)
 }
 
 }  // namespace
+
+namespace {
+
+/// The NeMo example with a tokenizer attune cannot size, and a config.json that says the model.
+struct UnknownModel {
+    TempDir dir;
+    fs::path recipe = dir.path() / "nemo-custom-tokenizer.yaml";
+    fs::path config = dir.path() / "config.json";
+
+    UnknownModel() {
+        std::ifstream in(example("recipes/nemo-llama3-8b-h100.yaml"));
+        std::stringstream text;
+        text << in.rdbuf();
+        const std::string from = "type: meta-llama/Meta-Llama-3-8B";
+        std::string recipe_text = text.str();
+        recipe_text.replace(recipe_text.find(from), from.size(), "type: /checkpoints/our-tokenizer");
+        std::ofstream(recipe) << recipe_text;
+        std::ofstream(config) << R"({"num_hidden_layers": 32, "hidden_size": 4096, "intermediate_size": 14336,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 100000})";
+    }
+};
+
+}  // namespace
+
+TEST(TuneModelConfig, AnUnknownModelSaysWhichKeyOrFlagGivesItAndModelConfigDoes) {
+    const UnknownModel m;
+    const auto refused = run_attune({"sim", "estimate", m.recipe.string()});
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_NE(refused.err.find("'/checkpoints/our-tokenizer'"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("model.tokenizer.type"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("--model-config"), std::string::npos) << refused.err;
+    EXPECT_EQ(run_attune({"sim", "estimate", m.recipe.string(), "--model-config", m.config.string()}).exit_code, 0);
+    const auto not_a_model = run_attune({"sim", "estimate", m.recipe.string(), "--model-config", m.recipe.string()});
+    EXPECT_EQ(not_a_model.exit_code, 2);
+    EXPECT_NE(not_a_model.err.find("expected a Hugging Face config.json"), std::string::npos) << not_a_model.err;
+}
+
+TEST(TuneModelConfig, ACampaignKeepsItsCopyOfTheModelConfigForResumeAndReplay) {
+    const UnknownModel m;
+    const auto campaign = m.dir.path() / "campaign";
+    const auto result = tune_json({m.recipe.string(), "--budget", "25gpuh", "--model-config", m.config.string()}, campaign);
+    EXPECT_GT(result["launched"].get<int>(), 1) << result.dump(2);
+    EXPECT_TRUE(fs::exists(campaign / "model-config.json"));
+    fs::remove(m.config);  // the campaign reads its own copy from now on
+    const auto replayed = run_attune({"replay", campaign.string(), "--json"});
+    EXPECT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
+    EXPECT_TRUE(json::parse(replayed.out)["agrees"].get<bool>());
+}

@@ -31,6 +31,7 @@ struct Settings {
     std::optional<int> trial_steps;          ///< default: from the recipe (steady steps for a noise estimate)
     std::string backend = "sim";
     std::optional<std::filesystem::path> cluster_file;
+    std::optional<std::filesystem::path> model_config;  ///< --model-config: the model's Hugging Face config.json
     std::string policy = "rules";
     std::optional<std::filesystem::path> gate_policy;
     std::uint64_t seed = 1;

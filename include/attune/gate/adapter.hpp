@@ -116,8 +116,8 @@ public:
     /// placeholder of its own: `[{recipe}]` unless the file's `launch.args` says otherwise.
     [[nodiscard]] const std::vector<std::string>& launch_args() const { return m_launch_args; }
     [[nodiscard]] const ModelKeys& model_keys() const { return m_model_keys; }
-    /// The model the recipe names: by its model keys (a local config.json, else the catalogue),
-    /// else by its tokenizer keys. Nullopt when it names none that resolves.
+    /// The model the recipe trains: the `--model-config` it was given, else by its model keys (a
+    /// local config.json, else the catalogue), else by its tokenizer keys. Nullopt when none resolves.
     [[nodiscard]] std::optional<model::Identity> model_identity(const recipe::Document& recipe) const;
     /// The name the recipe gives its model: the first of its model, then tokenizer keys it sets.
     [[nodiscard]] std::optional<std::string> model_name(const recipe::Document& recipe) const;
@@ -196,11 +196,13 @@ const Rules& default_rules();
 const Adapter& detect_adapter(const recipe::Document& recipe);
 
 /// Loads a recipe as its family reads it: detected on the raw text, then resolved with the
-/// family's environment sections. `framework` forces the family.
+/// family's environment sections. `framework` forces the family; `model_config` (`--model-config`)
+/// is the Hugging Face config.json of the model the recipe trains, read now (InputError if it is none).
 struct LoadedRecipe {
     recipe::Document document;
     const Adapter* adapter;
 };
-LoadedRecipe load_recipe(const std::filesystem::path& path, const Rules& rules, std::string_view framework = {});
+LoadedRecipe load_recipe(const std::filesystem::path& path, const Rules& rules, std::string_view framework = {},
+                         const std::optional<std::filesystem::path>& model_config = std::nullopt);
 
 }  // namespace attune::gate

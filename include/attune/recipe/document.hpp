@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,10 @@ public:
 
     /// The same text, resolved again with other environment sections.
     [[nodiscard]] Document with_env_sections(const std::vector<std::string>& env_sections) const;
+    /// The same recipe, training the model a Hugging Face config.json describes (`--model-config`):
+    /// what the user says the model is, where the recipe cannot say it. Edits keep it.
+    [[nodiscard]] Document with_model_config(std::filesystem::path config_json) const;
+    [[nodiscard]] const std::optional<std::filesystem::path>& model_config() const { return m_model_config; }
 
     /// A new document with the edits applied to the text: untouched keys, comments and order
     /// stay as written. Throws InputError when an edit cannot be written (a list item that does
@@ -104,6 +109,7 @@ private:
     std::string m_origin;
     Format m_format = Format::yaml;
     std::vector<std::string> m_env_sections;
+    std::optional<std::filesystem::path> m_model_config;
     std::shared_ptr<const Tree> m_tree;
     std::vector<Leaf> m_leaves;
     std::vector<Duplicate> m_duplicates;
