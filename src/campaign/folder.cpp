@@ -2,10 +2,13 @@
 #include <attune/campaign/trial_io.hpp>
 #include <attune/core/error.hpp>
 #include <attune/core/paths.hpp>
+#include <attune/sim/model.hpp>
 #include <attune/util/files.hpp>
 #include <attune/util/hash.hpp>
+#include <attune/util/strings.hpp>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstring>
@@ -94,6 +97,10 @@ Opened create(const fs::path& dir, const Settings& settings) {
     Context context = context_of(dir, settings.recipe, settings.framework, settings.cluster_file, settings.gate_policy,
                                  settings.model_config);
     if (settings.backend == "sim") require_simulable(settings.recipe, context);
+    else if (!sim::find_hardware(context.cluster.gpu))
+        spdlog::warn("cluster {}: attune has no specs for GPU '{}' (it knows {}): no estimate, preflight or MFU; the rules "
+                     "policy works from the trials' diagnosis and its rules' order alone",
+                     context.cluster.name, context.cluster.gpu, util::join(cluster::known_gpus(), ", "));
     if (fs::exists(dir / "journal.jsonl"))
         throw InputError(fmt::format("{}: this folder already holds a campaign; add --resume to continue it, or choose another --campaign",
                                      dir.string()));

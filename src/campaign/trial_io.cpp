@@ -44,10 +44,10 @@ std::optional<int> whole(const gate::Adapter& adapter, const recipe::Document& r
     return static_cast<int>(*value);
 }
 
-/// The layout from the adapter's quantities alone, for a recipe whose model the simulator cannot build.
+/// The layout from the adapter's quantities alone, for a recipe whose model the simulator cannot
+/// build or a GPU it does not know (then without capacity and peak).
 diagnose::Layout layout_of(const recipe::Document& recipe, const gate::Adapter& adapter, const cluster::Cluster& cluster) {
     const auto hardware = sim::find_hardware(cluster.gpu);
-    if (!hardware) throw InputError("cluster " + cluster.name + ": unknown GPU " + cluster.gpu + "; expected h100, h200 or b200");
     const auto quantity = [&](std::string_view name) { return whole(adapter, recipe, name, cluster); };
     diagnose::Layout layout;
     layout.tp = quantity("tp"), layout.pp = quantity("pp"), layout.vpp = quantity("vpp");
@@ -61,17 +61,23 @@ diagnose::Layout layout_of(const recipe::Document& recipe, const gate::Adapter& 
         // The adapters' recompute quantity maps the recipe's setting to 0 none, 1 selective, 2 full.
         layout.recompute = *recompute >= 2 ? "full" : *recompute >= 1 ? "selective" : "none";
     }
-    layout.gpu_memory_gib = hardware->hbm_gib;
-    layout.peak_tflops = peak_tflops(*hardware, sim::precision_of(recipe, adapter));
+    if (hardware) {
+        layout.gpu_memory_gib = hardware->hbm_gib;
+        layout.peak_tflops = peak_tflops(*hardware, sim::precision_of(recipe, adapter));
+    }
     return layout;
 }
 
-/// Megatron prints step time, not tokens: tokens/s/GPU = global batch x sequence / (step x GPUs).
-void fill_throughput(policy::Measurement& m, const sim::SimInputs& in) {
-    const int world = in.layout.nodes * in.layout.gpus_per_node;
-    if (!m.tokens_per_s_per_gpu && m.step_time_s && *m.step_time_s > 0 && world > 0)
-        m.tokens_per_s_per_gpu = double(in.layout.gbs) * in.model.seq_len / (*m.step_time_s * world);
-    if (m.peak_memory_gib) m.facts["memory_headroom_gib"] = in.hardware.hbm_gib - *m.peak_memory_gib;
+/// Megatron prints step time, not tokens: tokens/s/GPU = global batch x sequence / (step x GPUs),
+/// from the adapter's quantities (no model or GPU specs needed).
+void fill_throughput(policy::Measurement& m, const recipe::Document& recipe, const gate::Adapter& adapter,
+                     const cluster::Cluster& cluster, const diagnose::Layout& layout) {
+    const auto gbs = adapter.quantity(recipe, "gbs", cluster);
+    const auto seq_len = adapter.quantity(recipe, "seq_len", cluster);
+    const auto world = adapter.quantity(recipe, "world", cluster);
+    if (!m.tokens_per_s_per_gpu && m.step_time_s && *m.step_time_s > 0 && gbs && seq_len && world && *world > 0)
+        m.tokens_per_s_per_gpu = *gbs * *seq_len / (*m.step_time_s * *world);
+    if (m.peak_memory_gib && layout.gpu_memory_gib) m.facts["memory_headroom_gib"] = *layout.gpu_memory_gib - *m.peak_memory_gib;
 }
 
 }  // namespace
@@ -133,11 +139,7 @@ Reading read_trial(const std::vector<std::filesystem::path>& logs, const recipe:
     }
     const auto in = inputs_of(recipe, adapter, cluster, nullptr);
     diagnose::Layout layout;
-    try {
-        layout = in ? diagnosis_layout(*in) : layout_of(recipe, adapter, cluster);
-    } catch (const InputError&) {
-        // A GPU with no known specs: the rules judge the run without capacity or peak.
-    }
+    layout = in ? diagnosis_layout(*in) : layout_of(recipe, adapter, cluster);
     const auto diagnosis = diagnose::diagnose(metrics, layout, diagnose::default_rules());
     policy::Measurement& m = reading.measured;
     m.status = std::string(diagnose::status_name(metrics.status));
@@ -153,7 +155,7 @@ Reading read_trial(const std::vector<std::filesystem::path>& logs, const recipe:
     m.explanation = diagnosis.explanation;
     m.facts = diagnosis.facts;
     if (const auto mfu = diagnosis.facts.find("mfu"); mfu != diagnosis.facts.end()) m.mfu = mfu->second;
-    if (in) fill_throughput(m, *in);
+    fill_throughput(m, recipe, adapter, cluster, layout);
     for (const auto& step : metrics.steps)
         if (step.loss && std::isfinite(*step.loss)) reading.losses.push_back(*step.loss);
     for (const auto& e : metrics.evidence) reading.evidence.push_back(fmt::format("{}: {}", e.line, e.text));

@@ -141,6 +141,24 @@ TEST(LocalBackend, TuneEndToEnd) {
     EXPECT_GE(launched, 2);
 }
 
+TEST(LocalBackend, TunesOnAGpuAttuneHasNoSpecsForFromTheTrialsAlone) {
+    TempDir dir;
+    const auto cluster = dir.write("mi300x.yaml", "name: mi300x-node\ngpu: MI300X\nnodes: 1\ngpus_per_node: 8\nlauncher: [" +
+                                                      std::string(ATTUNE_BINARY) + ", sim, train, --steps, \"10\"]\n");
+    // No estimate: a trial's worst case is its time limit, 1 h x 8 GPUs, so the budget is larger.
+    const auto r = attune::test_support::run_attune({"tune", k_recipe, "--backend", "local", "--cluster", cluster.string(),
+                                                     "--budget", "40gpuh", "--trial-steps", "10", "--campaign",
+                                                     (dir.path() / "c").string(), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("no specs for GPU 'mi300x'"), std::string::npos) << r.err;
+    const auto summary = nlohmann::json::parse(r.out);
+    EXPECT_GT(summary["speedup"].get<double>(), 1.1) << "the rules improve the recipe from diagnosis alone: " << r.out;
+    const auto sim = attune::test_support::run_attune({"tune", k_recipe, "--cluster", cluster.string(), "--budget", "40gpuh",
+                                                       "--campaign", (dir.path() / "s").string()});
+    EXPECT_EQ(sim.exit_code, 2) << "the simulated cluster needs the GPU's specs";
+    EXPECT_NE(sim.err.find("mi300x"), std::string::npos) << sim.err;
+}
+
 TEST(Backends, UnknownBackendNameIsABadInputBeforeAnythingIsWritten) {
     TempDir dir;
     const auto r = attune::test_support::run_attune({"tune", k_recipe, "--backend", "kubernetes", "--campaign", (dir.path() / "c").string()});
