@@ -1,4 +1,5 @@
 #include <attune/core/error.hpp>
+#include <attune/model/catalogue.hpp>
 #include <attune/sim/from_recipe.hpp>
 
 #include <gtest/gtest.h>
@@ -90,6 +91,36 @@ TEST(SimFromRecipe, ReadsTheRecomputeSettingsOfEveryFramework) {
     EXPECT_EQ(parse_recompute("selective"), Recompute::selective);
     EXPECT_EQ(parse_recompute("false"), Recompute::none);
     EXPECT_EQ(parse_recompute(""), Recompute::none);
+}
+
+}  // namespace
+}  // namespace attune::sim
+
+namespace attune::sim {
+namespace {
+
+TEST(SimFromRecipe, EveryHuggingFaceIdOfTheCatalogueResolvesFromAModelKeyAndFromATokenizerKey) {
+    const auto& rules = gate::default_rules();
+    const auto automodel = gate::load_recipe(ATTUNE_SOURCE_DIR "/examples/recipes/automodel-llama3-8b-h100.yaml", rules);
+    const auto nemo = gate::load_recipe(ATTUNE_SOURCE_DIR "/examples/recipes/nemo-llama3-8b-h100.yaml", rules);
+    int ids = 0;
+    for (const auto& entry : model::Catalogue::shipped().entries()) {
+        if (entry.tokenizer_only) continue;
+        for (const auto& name : entry.names) {
+            if (name.find('/') == std::string::npos) continue;  // short keys and benchmark names are no Hugging Face ids
+            ++ids;
+            const auto by_model = from_recipe(
+                automodel.document.with_edits({{"model.pretrained_model_name_or_path", recipe::Value::string(name)}}),
+                *automodel.adapter, cluster::default_cluster());
+            EXPECT_EQ(by_model.model.layers, entry.shape.layers) << name;
+            EXPECT_EQ(by_model.model.vocab, entry.shape.vocab) << name;
+            const auto by_tokenizer = from_recipe(
+                nemo.document.with_edits({{"model.tokenizer.type", recipe::Value::string(name)}}), *nemo.adapter,
+                cluster::default_cluster());
+            EXPECT_EQ(by_tokenizer.model.vocab, entry.shape.vocab) << name;
+        }
+    }
+    EXPECT_GT(ids, 40);
 }
 
 }  // namespace
