@@ -100,7 +100,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
     else if (!sim::find_hardware(context.cluster.gpu))
         spdlog::warn("cluster {}: attune has no specs for GPU '{}' (it knows {}): no estimate, preflight or MFU; the rules "
                      "policy works from the trials' diagnosis and its rules' order alone",
-                     context.cluster.name, context.cluster.gpu, util::join(cluster::known_gpus(), ", "));
+                     context.cluster.name, context.cluster.gpu, util::join(sim::hardware_names(), ", "));
     if (fs::exists(dir / "journal.jsonl"))
         throw InputError(fmt::format("{}: this folder already holds a campaign; add --resume to continue it, or choose another --campaign",
                                      dir.string()));

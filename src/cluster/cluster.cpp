@@ -44,11 +44,11 @@ const std::map<std::string, FieldReader>& field_readers() {
     static const std::map<std::string, FieldReader> readers = {
         {"name", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.name = read_string(f, n, k); }},
         {"gpu", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
-             // Any GPU a real cluster has: the simulator and the estimate need one of known_gpus(),
-             // the local and Slurm backends run without them (docs/clusters.md).
+             // Any GPU a real cluster has: the simulator and the estimate need one of data/hardware.yaml,
+             // the local and Slurm backends run without (docs/clusters.md).
              c.gpu = util::to_lower(util::trim(read_string(f, n, k)));
              if (c.gpu.empty() || c.gpu.find_first_of(" \t\n") != std::string::npos)
-                 f.fail(n, "gpu '" + c.gpu + "': expected one word, such as " + util::join(known_gpus(), ", "));
+                 f.fail(n, "gpu '" + c.gpu + "': expected one word, such as h100");
          }},
         {"nodes", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.nodes = read_positive_int(f, n, k); }},
         {"gpus_per_node", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.gpus_per_node = read_positive_int(f, n, k); }},
@@ -87,11 +87,6 @@ const std::map<std::string, FieldReader>& field_readers() {
 }
 
 }  // namespace
-
-const std::vector<std::string>& known_gpus() {
-    static const std::vector<std::string> gpus = {"h100", "h200", "b200"};
-    return gpus;
-}
 
 Cluster default_cluster() { return Cluster{}; }
 

@@ -140,9 +140,9 @@ struct Link {
     double efficiency;
 };
 
-// A group of `size` ranks with stride `stride` stays in one node while size·stride ≤ gpus per node.
+// A group of `size` ranks with stride `stride` stays on NVLink while size·stride ≤ its reach (the node, or an NVL72 rack).
 Link link_for(const Hardware& hw, const Layout& l, int size, int stride) {
-    if (size * stride <= l.gpus_per_node) return {hw.nvlink_gbps / 2, 0.7};
+    if (size * stride <= nvlink_reach(hw, l.gpus_per_node)) return {hw.nvlink_gbps / 2, 0.7};
     return {hw.network_gbps, 0.8};
 }
 
@@ -329,7 +329,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     const Link tp_link = link_for(hw, l, l.tp, 1);
     const double tp_bytes = tokens_mb * m.hidden * 2.0;
     double tp_comm = 4.0 * layers_local * microbatches * ring_time(tp_bytes, l.tp, tp_link.gbps, tp_link.efficiency);
-    if (l.tp_comm_overlap && l.tp <= l.gpus_per_node) tp_comm *= 0.3;
+    if (l.tp_comm_overlap && l.tp <= nvlink_reach(hw, l.gpus_per_node)) tp_comm *= 0.3;
 
     // Context parallel: K/V blocks passed c−1 times, mostly hidden behind attention. Ring attention also
     // splits each rank's attention into 2·cp causal blocks merged by online softmax (extra launches and a
@@ -348,7 +348,7 @@ Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
         const double bytes = tokens_mb / (l.sequence_parallel ? l.tp : 1) * m.topk * expert_width(m) * (l.precision == Precision::fp8 ? 1.5 : 2.0);
         // An all-to-all sends each peer its share: a group spread over nodes sends only the shares of the
         // peers in other nodes over the network (each GPU's own NIC), the rest over NVLink at once.
-        const int local = std::clamp(l.gpus_per_node / std::max(1, l.tp), 1, l.ep);
+        const int local = std::clamp(nvlink_reach(hw, l.gpus_per_node) / std::max(1, l.tp), 1, l.ep);
         const double off_node = double(l.ep - local) / l.ep, on_node = double(local - 1) / l.ep;
         const double all_to_all = std::max(bytes * off_node / (hw.network_gbps * 1e9 * 0.8 * dispatcher),
                                            bytes * on_node / (hw.nvlink_gbps / 2 * 1e9 * 0.7 * dispatcher)) + 10e-6;

@@ -51,6 +51,7 @@ TEST(Replay, ARulesChangeThatWouldDecideDifferentlyExitsFourWithTheSteps) {
     const TempDir data;
     fs::copy(fs::path(ATTUNE_SOURCE_DIR) / "gate", data.path() / "gate", fs::copy_options::recursive);
     fs::copy(fs::path(ATTUNE_SOURCE_DIR) / "skills", data.path() / "skills", fs::copy_options::recursive);
+    fs::copy(fs::path(ATTUNE_SOURCE_DIR) / "data", data.path() / "data", fs::copy_options::recursive);
     const auto search = data.path() / "skills" / "rules" / "search.yaml";
     std::stringstream text;
     text << std::ifstream(search).rdbuf();

@@ -42,9 +42,6 @@ std::string launch_word_problem(std::string_view word);
 /// Whether a word holds any placeholder.
 bool has_placeholder(std::string_view word);
 
-/// The GPU types the simulator and the estimate know; a cluster may name any other.
-const std::vector<std::string>& known_gpus();
-
 /// The built-in default: 8 nodes x 8 H100 SXM.
 Cluster default_cluster();
 

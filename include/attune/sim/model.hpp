@@ -4,15 +4,18 @@
 
 #include <attune/model/shape.hpp>
 
+#include <filesystem>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace attune::sim {
 
-/// One GPU type with its node and network: dense peaks, HBM, NVLink, scale-out per GPU.
-/// Facts from NVIDIA's H100/H200/B200 datasheets (dense, not sparse; NVLink bidirectional).
+/// One GPU type with its node and network: dense peaks, HBM, NVLink, scale-out per GPU, as
+/// data/hardware.yaml gives them (dense, not sparse; NVLink bidirectional).
 struct Hardware {
-    std::string_view name;          ///< "h100", "h100_500w", "h200", "b200"
+    std::string name;               ///< "h100", "h100_500w", "h200", "b200", ...
     double bf16_tflops = 0;         ///< dense BF16 peak, TFLOP/s
     double fp8_tflops = 0;          ///< dense FP8 peak, TFLOP/s
     double hbm_gib = 0;             ///< usable HBM per GPU, GiB
@@ -20,10 +23,22 @@ struct Hardware {
     double nvlink_gbps = 0;         ///< NVLink per GPU, bidirectional GB/s
     double network_gbps = 0;        ///< scale-out per GPU, GB/s (400 Gb/s = 50 GB/s)
     double flash_attention_efficiency = 0.42;   ///< fused attention fwd+bwd against the BF16 peak
+    int nvlink_domain = 0;          ///< GPUs one NVLink domain joins across nodes (72 in an NVL72 rack); 0: one node
 };
 
-/// The catalogue entry for `name` (h100, h100_500w, h200, b200; case-insensitive; an exact name
-/// first, then the first catalogue name it starts with), or nullopt.
+/// The GPUs of a job in NVLink reach of each other: its node, or the NVLink domain across nodes.
+inline int nvlink_reach(const Hardware& hw, int gpus_per_node) {
+    return hw.nvlink_domain > gpus_per_node ? hw.nvlink_domain : gpus_per_node;
+}
+
+/// Reads a hardware file (data/hardware.yaml); throws InputError with `file:line: what was expected`.
+std::vector<Hardware> load_hardware(const std::filesystem::path& path);
+/// Every GPU data/hardware.yaml describes (loaded once), for messages.
+std::vector<std::string> hardware_names();
+
+/// The entry of data/hardware.yaml for `name` (case-insensitive; an exact name first, then the
+/// first name it starts with: `H100 SXM` is h100), or nullopt. Throws InputError when the file
+/// cannot be read.
 std::optional<Hardware> find_hardware(std::string_view name);
 
 /// The model's shape is the model module's (gate/models.yaml, config.json files).

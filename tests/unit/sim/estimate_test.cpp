@@ -37,6 +37,23 @@ TEST(SimCatalogue, TheCappedGrandTetonH100IsItsOwnPartAndAnExactNameWins) {
     EXPECT_EQ(model("nemotron_15b", 4096).hidden, 6144);
 }
 
+TEST(SimHardware, AnNvl72RackKeepsTensorParallelismAcrossTraysOnNvlink) {
+    // GB200 trays hold 4 GPUs; tp 8 spans two trays but one NVLink domain of 72. Give B200 the same
+    // peaks and 4-GPU nodes: there tp 8 crosses the network.
+    const auto gb200 = *find_hardware("gb200");
+    EXPECT_EQ(gb200.nvlink_domain, 72);
+    EXPECT_EQ(nvlink_reach(gb200, 4), 72);
+    EXPECT_EQ(nvlink_reach(h100(), 4), 4) << "an HGX GPU reaches only its node's GPUs";
+    Hardware hgx = gb200;
+    hgx.nvlink_domain = 0;
+    Layout l = llama70b_layout();
+    l.gpus_per_node = 4, l.nodes = 16, l.tp = 8, l.pp = 2, l.vpp = 1;
+    const auto rack = estimate(gb200, model("llama3_70b", 8192), l);
+    const auto nodes = estimate(hgx, model("llama3_70b", 8192), l);
+    ASSERT_TRUE(rack.valid && nodes.valid);
+    EXPECT_LT(rack.breakdown_s.tp_comm, nodes.breakdown_s.tp_comm / 2);
+}
+
 TEST(SimEstimate, LoraSkipsWeightGradientsAndTheirState) {
     Layout l = llama70b_layout();
     const auto full = estimate(h100(), model("llama3_70b", 4096), l);

@@ -1,4 +1,4 @@
-// Every key of every data file attune ships (gate/ and skills/) is either read or refused when the
+// Every key of every data file attune ships (gate/, skills/, data/) is either read or refused when the
 // file loads: a key nothing reads would let a user edit it and see nothing change. Each mapping of
 // each file gets an extra key, and its loader must refuse it, naming the file and the line.
 #include <attune/core/error.hpp>
@@ -7,6 +7,7 @@
 #include <attune/gate/policy.hpp>
 #include <attune/model/catalogue.hpp>
 #include <attune/policy/search_rules.hpp>
+#include <attune/sim/model.hpp>
 #include <attune/util/files.hpp>
 
 #include <gtest/gtest.h>
@@ -73,6 +74,7 @@ std::vector<DataFileCase> data_files() {
         cases.push_back({name, [name](const fs::path& dir) { (void)gate::Adapter::load(dir / name); }});
     }
     cases.push_back({"gate/models.yaml", [](const fs::path& dir) { (void)model::Catalogue::load(dir / "gate/models.yaml"); }});
+    cases.push_back({"data/hardware.yaml", [](const fs::path& dir) { (void)sim::load_hardware(dir / "data/hardware.yaml"); }});
     cases.push_back({"gate/invariants.yaml", [](const fs::path& dir) { (void)gate::Rules::load(dir); }});
     cases.push_back({"gate/policy.default.yaml", [](const fs::path& dir) { (void)gate::load_policy(dir, std::nullopt); }});
     cases.push_back({"skills/rules/search.yaml", [](const fs::path& dir) { (void)policy::SearchRules::load(dir / "skills/rules/search.yaml"); }});
@@ -86,6 +88,7 @@ protected:
         m_dir = fs::temp_directory_path() / fmt::format("attune-data-files-{}", ::getpid());
         fs::remove_all(m_dir);
         fs::create_directories(m_dir / "skills" / "rules");
+        fs::create_directories(m_dir / "data");
         fs::copy(k_source / "gate", m_dir / "gate", fs::copy_options::recursive);
     }
     void TearDown() override { fs::remove_all(m_dir); }
@@ -97,10 +100,10 @@ protected:
 
 }  // namespace
 
-TEST(ShippedDataFiles, EveryDataFileOfGateAndSkillsIsCovered) {
+TEST(ShippedDataFiles, EveryDataFileOfGateSkillsAndDataIsCovered) {
     std::set<std::string> covered;
     for (const auto& c : data_files()) covered.insert(c.file);
-    for (const auto* folder : {"gate", "skills"})
+    for (const auto* folder : {"gate", "skills", "data"})
         for (const auto& entry : fs::recursive_directory_iterator(k_source / folder))
             if (entry.path().extension() == ".yaml")
                 EXPECT_TRUE(covered.count(fs::relative(entry.path(), k_source).string()))
