@@ -50,6 +50,11 @@ Document::Document(Document&&) noexcept = default;
 Document& Document::operator=(Document&&) noexcept = default;
 
 Document Document::load(const std::filesystem::path& path, const std::vector<std::string>& env_sections) {
+    // A launch script is an argument list around a recipe, not a mapping: said plainly rather than
+    // parsed as YAML into a confusing error.
+    if (const auto extension = util::to_lower(path.extension().string()); extension == ".sh" || extension == ".bash")
+        throw InputError(path.string() + ": launch scripts (--flag value argument lists) are not read yet; give the recipe as "
+                                         "YAML, JSON or TOML (docs/adapters.md, \"Formats\")");
     return Document(util::read_text_file(path, k_max_recipe_bytes), path.string(), env_sections);
 }
 

@@ -83,6 +83,18 @@ TEST(RecipeFormats, ATomlKeyGivenTwiceIsRefusedWithItsLine) {
     }
 }
 
+TEST(RecipeFormats, ALaunchScriptIsRefusedPlainlyNotReadAsYaml) {
+    const test_support::TempDir dir;
+    const auto script = dir.write("train.sh", "#!/bin/bash\nTP_SIZE=2\nARGS=(\n  --tensor-model-parallel-size $TP_SIZE\n)\n");
+    try {
+        (void)Document::load(script);
+        FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("launch scripts"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not read yet"), std::string::npos) << e.what();
+    }
+}
+
 /// Every recipe file in ../shared/recipes in a format attune reads.
 std::vector<fs::path> shared_recipe_files() {
     std::vector<fs::path> files;
