@@ -21,6 +21,7 @@ Format format_of(const std::filesystem::path& path) {
     const auto extension = util::to_lower(path.extension().string());
     if (extension == ".json") return Format::json;
     if (extension == ".toml") return Format::toml;
+    if (extension == ".sh" || extension == ".bash") return Format::shell;
     return Format::yaml;
 }
 
@@ -28,6 +29,7 @@ std::string extension_of(Format format) {
     switch (format) {
         case Format::json: return ".json";
         case Format::toml: return ".toml";
+        case Format::shell: return ".sh";
         case Format::yaml: break;
     }
     return ".yaml";
@@ -37,7 +39,9 @@ Document::Document(std::string text, std::string origin, std::vector<std::string
     : m_text(std::move(text)), m_origin(std::move(origin)), m_format(format_of(m_origin)),
       m_env_sections(std::move(env_sections)) {
     // JSON is YAML's flow style: the YAML reader reads it, with its positions and duplicate keys.
-    auto tree = std::make_shared<Tree>(m_format == Format::toml ? read_toml(m_text, m_origin) : read_yaml(m_text, m_origin));
+    auto tree = std::make_shared<Tree>(m_format == Format::toml    ? read_toml(m_text, m_origin)
+                                       : m_format == Format::shell ? read_shell(m_text, m_origin)
+                                                                   : read_yaml(m_text, m_origin));
     m_duplicates = tree->duplicates;
     m_leaves = flatten_and_resolve(tree->root, m_env_sections, m_origin);
     m_tree = std::move(tree);
@@ -50,11 +54,6 @@ Document::Document(Document&&) noexcept = default;
 Document& Document::operator=(Document&&) noexcept = default;
 
 Document Document::load(const std::filesystem::path& path, const std::vector<std::string>& env_sections) {
-    // A launch script is an argument list around a recipe, not a mapping: said plainly rather than
-    // parsed as YAML into a confusing error.
-    if (const auto extension = util::to_lower(path.extension().string()); extension == ".sh" || extension == ".bash")
-        throw InputError(path.string() + ": launch scripts (--flag value argument lists) are not read yet; give the recipe as "
-                                         "YAML, JSON or TOML (docs/adapters.md, \"Formats\")");
     return Document(util::read_text_file(path, k_max_recipe_bytes), path.string(), env_sections);
 }
 

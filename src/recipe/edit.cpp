@@ -1,5 +1,6 @@
 #include <attune/core/error.hpp>
 #include <attune/recipe/document.hpp>
+#include <attune/util/strings.hpp>
 
 #include "tree.hpp"
 
@@ -110,6 +111,7 @@ private:
     }
 
     Splice replace_value(const Edit& edit, const Node& node, const Node* parent) const {
+        if (!node.edit_refusal.empty()) fail(edit, node.edit_refusal);
         if (node.from_alias)
             fail(edit, "its value comes from a YAML alias or merge key at line " + std::to_string(node.mark.line) +
                            "; edit the anchored value instead");
@@ -148,6 +150,7 @@ private:
         switch (m_format) {
             case Format::yaml: return value.to_yaml();
             case Format::json: return value.to_json().dump();
+            case Format::shell: return shell_word(edit, value);
             case Format::toml: {
                 if (value.is_null()) fail(edit, "TOML has no null; remove the key by hand to unset it");
                 if (value.kind() != Value::Kind::number) return value.to_json().dump();
@@ -169,6 +172,7 @@ private:
                 fail(edit, "the key '" + key + "' holds a '.', so its path cannot be told from a new key's; edit it by hand");
         if (m_format == Format::json) return insert_json(edit, parent, missing);
         if (m_format == Format::toml) return insert_toml(edit, parent, missing);
+        if (m_format == Format::shell) return insert_flag(edit, parent, missing);
         if (parent.from_alias) fail(edit, "its parent comes from a YAML alias; edit the anchored mapping instead");
         if (parent.kind == Node::Kind::mapping && parent.flow)
             fail(edit, "its parent is a flow mapping ({...}); expected a block mapping to add a key to");
@@ -235,6 +239,38 @@ private:
         const auto at = after_line == 0 ? first_header : std::min(offset_of(m_text, after_line + 1, 0), m_text.size());
         const std::string prefix = (at > 0 && m_text[at - 1] != '\n') ? "\n" : "";
         return spliced(m_text, {{at, at, prefix + line + "\n"}});
+    }
+
+    /// A value as a launch script's word. Only characters no shell treats specially are written:
+    /// a value from a policy or an LLM must never become shell syntax.
+    std::string shell_word(const Edit& edit, const Value& value) const {
+        if (value.kind() == Value::Kind::boolean || value.is_null())
+            fail(edit, "a launch script turns a flag on or off by writing it or not; add or remove the flag by hand");
+        const std::string word = value.to_string();
+        const bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("._/:=,+-@%").find(c) != std::string_view::npos;
+        });
+        if (!safe) fail(edit, "'" + word + "' would need shell quoting; write it by hand");
+        return word;
+    }
+
+    /// `--flag value` added to its argument array, on a line of its own before the array's `)`.
+    std::string insert_flag(const Edit& edit, const Node& parent, const std::vector<std::string>& missing) const {
+        if (missing.size() != 1 || &parent == &m_root || parent.kind != Node::Kind::mapping || parent.end == 0 ||
+            !missing.front().starts_with("-"))
+            fail(edit, "a launch script gets new flags in an existing argument array (ARRAY.--flag)");
+        std::string words = missing.front();
+        if (!(edit.value.kind() == Value::Kind::boolean && *edit.value.as_bool())) words += " " + shell_word(edit, edit.value);
+        const auto at = line_start(parent.end);
+        const bool own_line = util::trim(std::string_view(m_text).substr(at, parent.end - at)).empty();
+        if (!own_line) return spliced(m_text, {{parent.end, parent.end, " " + words + " "}});
+        const Node* last = parent.children.empty() ? nullptr : &parent.children.back();
+        std::size_t indent = 4;
+        if (last != nullptr) {
+            const auto line = offset_of(m_text, last->mark.line, 0);
+            indent = m_text.find_first_not_of(" \t", line) - line;
+        }
+        return spliced(m_text, {{at, at, std::string(indent, ' ') + words + "\n"}});
     }
 
     std::size_t line_start(std::size_t offset) const {

@@ -25,6 +25,9 @@ struct Node {
     bool spanned = false;
     /// A TOML table the text opens with its own `[header]` (keys can be added below it).
     bool headed = false;
+    /// Why no edit may rewrite this value (a launch script's flag without a value, or one read
+    /// through a variable several flags share); empty when it can be edited.
+    std::string edit_refusal;
     std::vector<std::string> keys;  ///< a mapping's keys, parallel to children
     std::vector<Node> children;     ///< a mapping's values or a sequence's items
 };
@@ -41,6 +44,10 @@ Tree read_yaml(const std::string& text, const std::string& origin);
 /// Parses TOML text into a tree with positions (tables as mappings, arrays as sequences, in
 /// document order). A key written twice is refused. Throws InputError naming `origin` and the line.
 Tree read_toml(const std::string& text, const std::string& origin);
+
+/// Parses a launch script (variable assignments and `NAME=( --flag value ... )` argument arrays)
+/// into a tree of arrays and flags. Throws InputError naming `origin` and the line of what it cannot follow.
+Tree read_shell(const std::string& text, const std::string& origin);
 
 /// Joins a key path: `parent.key`, or `parent[index]`.
 std::string child_path(const std::string& parent, const std::string& key);

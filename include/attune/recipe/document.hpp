@@ -54,8 +54,9 @@ Edit parse_override(std::string_view text, std::string_view origin);
 class Tree;
 
 /// How a recipe file is written. The format follows the file's extension: `.json` (DeepSpeed
-/// configs), `.toml` (torchtitan job files), anything else YAML.
-enum class Format { yaml, json, toml };
+/// configs), `.toml` (torchtitan job files), `.sh` (launch scripts with argument arrays, as
+/// Megatron-LM's examples), anything else YAML.
+enum class Format { yaml, json, toml, shell };
 Format format_of(const std::filesystem::path& path);
 /// The extension a copy of a recipe in that format is written with (`.yaml`, `.json`, `.toml`).
 std::string extension_of(Format format);

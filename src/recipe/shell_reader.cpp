@@ -1,0 +1,519 @@
+// Launch scripts of the shape Megatron-LM's examples use: variable assignments and argument arrays
+// (`MODEL_ARGS=( --num-layers $NUM_LAYERS ... )`), read into a tree whose keys are the arrays and
+// their flags (`MODEL_ARGS.--num-layers`), so that the gate, the simulator and edits treat them as
+// any recipe. Variables resolve where the script assigns them literally; an `if` is followed where
+// its test compares literal values; what cannot be followed is refused with its line.
+#include <attune/core/error.hpp>
+#include <attune/util/strings.hpp>
+
+#include "tree.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+namespace attune::recipe {
+namespace {
+
+/// One shell word (or an operator: `(`, `)`, `;`, a newline), with where it is written.
+struct Token {
+    std::string raw;
+    std::size_t begin = 0, end = 0;
+    int line = 0;
+    [[nodiscard]] bool separator() const { return raw == "\n" || raw == ";"; }
+};
+
+class Lexer {
+public:
+    Lexer(const std::string& text, const std::string& origin) : m_text(text), m_origin(origin) {}
+
+    std::vector<Token> tokens() {
+        std::vector<Token> out;
+        while (m_at < m_text.size()) {
+            const char c = m_text[m_at];
+            if (c == '\\' && m_at + 1 < m_text.size() && m_text[m_at + 1] == '\n') {
+                m_at += 2, ++m_line;
+            } else if (c == ' ' || c == '\t' || c == '\r') {
+                ++m_at;
+            } else if (c == '#') {
+                while (m_at < m_text.size() && m_text[m_at] != '\n') ++m_at;
+            } else if (c == '\n' || c == ';' || c == '(' || c == ')') {
+                out.push_back({std::string(1, c), m_at, m_at + 1, m_line});
+                if (c == '\n') ++m_line;
+                ++m_at;
+            } else {
+                out.push_back(word());
+            }
+        }
+        return out;
+    }
+
+private:
+    Token word() {
+        Token token{{}, m_at, m_at, m_line};
+        while (m_at < m_text.size()) {
+            const char c = m_text[m_at];
+            if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';' || c == '(' || c == ')') break;
+            if (c == '\\' && m_at + 1 < m_text.size()) {
+                m_at += 2;
+            } else if (c == '\'' || c == '"') {
+                const auto close = closing_quote(c);
+                m_at = close + 1;
+            } else if (c == '$' && m_at + 1 < m_text.size() && (m_text[m_at + 1] == '(' || m_text[m_at + 1] == '{')) {
+                m_at = balanced(m_at + 1) + 1;
+            } else {
+                ++m_at;
+            }
+        }
+        token.end = m_at;
+        token.raw = m_text.substr(token.begin, token.end - token.begin);
+        return token;
+    }
+
+    std::size_t closing_quote(char quote) {
+        for (std::size_t i = m_at + 1; i < m_text.size(); ++i) {
+            if (quote == '"' && m_text[i] == '\\') ++i;
+            else if (m_text[i] == quote) return i;
+            else if (m_text[i] == '\n') ++m_line;
+        }
+        throw InputError(m_origin + ":" + std::to_string(m_line) + ": a quote that is never closed");
+    }
+
+    /// The bracket that closes the `(` or `{` at `open`.
+    std::size_t balanced(std::size_t open) {
+        const char opening = m_text[open];
+        const char closing = opening == '(' ? ')' : '}';
+        int depth = 0;
+        for (std::size_t i = open; i < m_text.size(); ++i) {
+            if (m_text[i] == opening) ++depth;
+            else if (m_text[i] == closing && --depth == 0) return i;
+            else if (m_text[i] == '\n') ++m_line;
+        }
+        throw InputError(m_origin + ":" + std::to_string(m_line) + ": a '" + std::string(1, opening) + "' that is never closed");
+    }
+
+    const std::string& m_text;
+    const std::string& m_origin;
+    std::size_t m_at = 0;
+    int m_line = 1;
+};
+
+/// A shell variable as the script assigns it.
+struct Variable {
+    std::string value;
+    bool literal = false;           ///< assigned a value with no expansion (or `${X:-default}`)
+    std::size_t begin = 0, end = 0; ///< the value's bytes, when an edit can rewrite them
+    bool editable = false;
+    int uses = 0;                   ///< flag values that read it
+};
+
+/// A word with its quotes removed and `$NAME` / `${NAME}` expanded; nullopt when a name is not literal.
+struct Expanded {
+    std::string text;
+    bool quoted = false;
+    std::vector<std::string> names;
+    bool resolved = true;
+};
+
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+/// One value word of a flag, at its place in the text.
+struct Piece {
+    std::string raw;
+    std::size_t begin = 0, end = 0;
+    int line = 0;
+    bool quoted_group = false;  ///< split from a quoted element ("--fp8-format hybrid")
+};
+
+class Reader {
+public:
+    Reader(const std::string& text, const std::string& origin) : m_text(text), m_origin(origin) {}
+
+    Tree read() {
+        m_tokens = Lexer(m_text, m_origin).tokens();
+        m_tree.root.kind = Node::Kind::mapping;
+        m_tree.root.headed = false;
+        std::vector<Frame> frames;
+        for (m_at = 0; m_at < m_tokens.size();) {
+            const Token& first = m_tokens[m_at];
+            if (first.separator()) {
+                ++m_at;
+                continue;
+            }
+            if (first.raw == "if" || first.raw == "elif") {
+                const auto condition = test(statement_end());
+                if (first.raw == "if") {
+                    frames.emplace_back(condition, condition.value_or(false), first.line);
+                } else {
+                    auto& frame = top(frames, first);
+                    frame.active = condition && !frame.taken ? *condition : false;
+                    if (!condition && !frame.taken) frame.unknown = true;
+                    frame.taken = frame.taken || frame.active;
+                }
+                continue;
+            }
+            if (first.raw == "else") {
+                auto& frame = top(frames, first);
+                frame.active = !frame.taken && !frame.unknown;
+                ++m_at;
+                continue;
+            }
+            if (first.raw == "fi") {
+                (void)top(frames, first);
+                frames.pop_back();
+                ++m_at;
+                continue;
+            }
+            if (first.raw == "then") {
+                ++m_at;
+                continue;
+            }
+            statement(frames);
+        }
+        if (!frames.empty()) throw InputError(m_origin + ":" + std::to_string(frames.back().line) + ": an 'if' with no 'fi'");
+        finish();
+        return std::move(m_tree);
+    }
+
+private:
+    struct Frame {
+        std::optional<bool> condition;
+        bool taken = false;
+        int line = 0;
+        bool active = false;
+        bool unknown = false;
+
+        Frame(std::optional<bool> c, bool t, int l) : condition(c), taken(t), line(l), active(c.value_or(false)), unknown(!c) {}
+    };
+
+    Frame& top(std::vector<Frame>& frames, const Token& at) const {
+        if (frames.empty()) throw InputError(m_origin + ":" + std::to_string(at.line) + ": '" + at.raw + "' outside an 'if'");
+        return frames.back();
+    }
+
+    /// Index after the current statement (up to `then` for a condition), leaving m_at on it.
+    std::size_t statement_end() {
+        std::size_t end = m_at;
+        while (end < m_tokens.size() && !m_tokens[end].separator() && m_tokens[end].raw != "then") ++end;
+        return end;
+    }
+
+    /// `[[ "$X" == "lit" ]]`, `[[ -z "$X" ]]`, joined by `||` and `&&`: true, false, or nullopt
+    /// when a test reads something the script does not assign literally.
+    std::optional<bool> test(std::size_t end) {
+        std::vector<std::string> words;
+        for (std::size_t i = m_at + 1; i < end; ++i) words.push_back(m_tokens[i].raw);
+        m_at = end;
+        std::optional<bool> result;
+        std::string joiner;
+        for (std::size_t i = 0; i < words.size();) {
+            if (words[i] == "||" || words[i] == "&&") {
+                joiner = words[i++];
+                continue;
+            }
+            std::size_t close = i;
+            while (close < words.size() && words[close] != "]]" && words[close] != "]") ++close;
+            const std::vector<std::string> inner(words.begin() + std::ptrdiff_t(i) + 1, words.begin() + std::ptrdiff_t(close));
+            std::optional<bool> one;
+            if ((words[i] == "[[" || words[i] == "[") && inner.size() == 3 && (inner[1] == "==" || inner[1] == "=" || inner[1] == "!=")) {
+                const auto a = expand(inner[0]), b = expand(inner[2]);
+                if (a.resolved && b.resolved) one = (a.text == b.text) == (inner[1] != "!=");
+            } else if ((words[i] == "[[" || words[i] == "[") && inner.size() == 2 && (inner[0] == "-z" || inner[0] == "-n")) {
+                const auto a = expand(inner[1]);
+                if (a.resolved) one = a.text.empty() == (inner[0] == "-z");
+            }
+            if (!one) return std::nullopt;
+            result = !result ? *one : (joiner == "&&" ? *result && *one : *result || *one);
+            i = close + 1;
+        }
+        return result;
+    }
+
+    static bool active(const std::vector<Frame>& frames) {
+        for (const auto& frame : frames)
+            if (!frame.active) return false;
+        return true;
+    }
+
+    static bool unknown(const std::vector<Frame>& frames) {
+        for (const auto& frame : frames)
+            if (frame.unknown) return true;
+        return false;
+    }
+
+    void statement(const std::vector<Frame>& frames) {
+        std::size_t at = m_at;
+        bool exported = false;
+        if (m_tokens[at].raw == "export" && at + 1 < m_tokens.size()) exported = true, ++at;
+        const Token& word = m_tokens[at];
+        const auto equals = word.raw.find('=');
+        const bool assignment = equals != std::string::npos && equals > 0 &&
+                                std::all_of(word.raw.begin(), word.raw.begin() + std::ptrdiff_t(equals), [](char c) {
+                                    return name_char(c) || c == '+';
+                                });
+        if (!assignment) {  // a command (mkdir, echo, torchrun ...): not part of the recipe
+            skip_statement();
+            return;
+        }
+        const bool append = word.raw[equals - 1] == '+';
+        const std::string name = word.raw.substr(0, equals - (append ? 1 : 0));
+        const bool array = equals + 1 == word.raw.size() && at + 1 < m_tokens.size() && m_tokens[at + 1].raw == "(";
+        if (array) {
+            if (unknown(frames))
+                throw InputError(m_origin + ":" + std::to_string(word.line) + ": '" + name +
+                                 "' is set inside an 'if' whose test attune cannot evaluate; expected tests of literal values");
+            array_elements(name, append, at + 2, active(frames));
+            return;
+        }
+        if (active(frames)) assign(name, word, equals, exported);
+        m_at = at + 1;
+        skip_statement();
+    }
+
+    void skip_statement() {
+        int depth = 0;
+        while (m_at < m_tokens.size()) {
+            const auto& raw = m_tokens[m_at].raw;
+            if (raw == "(") ++depth;
+            if (raw == ")") --depth;
+            if (depth <= 0 && m_tokens[m_at].separator()) break;
+            ++m_at;
+        }
+    }
+
+    void assign(const std::string& name, const Token& word, std::size_t equals, bool exported) {
+        Variable v;
+        const std::string raw = word.raw.substr(equals + 1);
+        const std::size_t begin = word.begin + equals + 1;
+        // `${1:-default}` and `${NAME:-default}`: what the script runs with when nothing is passed.
+        if (raw.starts_with("${") && raw.ends_with("}") && raw.find(":-") != std::string::npos) {
+            const auto inner = raw.substr(2, raw.size() - 3);
+            const auto dash = inner.find(":-");
+            const auto fallback = expand(inner.substr(dash + 2));
+            v.value = fallback.text, v.literal = fallback.resolved && fallback.names.empty();
+        } else {
+            const auto expanded = expand(raw);
+            v.value = expanded.text, v.literal = expanded.resolved && expanded.names.empty();
+            v.editable = v.literal;
+            v.begin = begin, v.end = word.end;
+        }
+        m_variables[name] = v;
+        if (exported) environment(name, v, word);
+    }
+
+    void environment(const std::string& name, const Variable& v, const Token& word) {
+        m_parent_path = "env";
+        Node& env = section("env", word);
+        Node value;
+        value.kind = Node::Kind::scalar;
+        value.text = v.value;
+        value.mark = {word.line, 0};
+        value.key_mark = value.mark;
+        value.last_line = word.line;
+        if (v.editable) value.begin = v.begin, value.end = v.end, value.spanned = true;
+        else value.edit_refusal = "its value is not written literally (" + m_text.substr(word.begin, word.end - word.begin) + ")";
+        add(env, name, std::move(value), word.line);
+    }
+
+    Node& section(const std::string& name, const Token& at) {
+        for (std::size_t i = 0; i < m_tree.root.keys.size(); ++i)
+            if (m_tree.root.keys[i] == name) return m_tree.root.children[i];
+        Node node;
+        node.kind = Node::Kind::mapping;
+        node.mark = {at.line, 0};
+        node.last_line = at.line;
+        m_tree.root.keys.push_back(name);
+        m_tree.root.children.push_back(std::move(node));
+        return m_tree.root.children.back();
+    }
+
+    void add(Node& parent, const std::string& key, Node value, int line) {
+        for (std::size_t i = 0; i < parent.keys.size(); ++i)
+            if (parent.keys[i] == key) {
+                m_tree.duplicates.push_back({child_path(m_parent_path, key), parent.children[i].mark.line, line});
+                parent.children[i] = std::move(value);
+                return;
+            }
+        parent.keys.push_back(key);
+        parent.children.push_back(std::move(value));
+        parent.last_line = std::max(parent.last_line, line);
+    }
+
+    /// The elements of `NAME=( ... )` from token `first`; flags and their values become keys.
+    void array_elements(const std::string& name, bool append, std::size_t first, bool taken) {
+        std::vector<Piece> pieces;
+        std::size_t at = first;
+        for (; at < m_tokens.size() && m_tokens[at].raw != ")"; ++at) {
+            const Token& t = m_tokens[at];
+            if (t.separator()) continue;
+            if (t.raw.starts_with("\"${") && t.raw.ends_with("[@]}\"")) continue;  // another array's elements
+            // A quoted element is split into words where the script expands the array unquoted
+            // (`${ARGS[@]}`), as Megatron-LM's examples do.
+            if (t.raw.size() >= 2 && (t.raw.front() == '"' || t.raw.front() == '\'') && t.raw.back() == t.raw.front())
+                split_group(t, pieces);
+            else
+                pieces.push_back({t.raw, t.begin, t.end, t.line, false});
+        }
+        if (at >= m_tokens.size()) throw InputError(m_origin + ":" + std::to_string(m_tokens[first - 1].line) + ": array '" + name + "' is never closed");
+        m_at = at + 1;
+        if (!taken) return;
+        m_parent_path = name;
+        Node& array = section(name, m_tokens[first - 1]);
+        array.end = m_tokens[at].begin;  // where a new flag is added: before the last `)` that fills it
+        (void)append;
+        for (std::size_t i = 0; i < pieces.size();) {
+            const Piece& flag = pieces[i];
+            if (!flag.raw.starts_with("-")) {
+                throw InputError(m_origin + ":" + std::to_string(flag.line) + ": '" + flag.raw + "' in " + name +
+                                 " follows no flag; expected --flag [value ...]");
+            }
+            std::size_t j = i + 1;
+            while (j < pieces.size() && !is_flag(pieces[j].raw)) ++j;
+            add(array, flag.raw, value_node(flag, std::vector<Piece>(pieces.begin() + std::ptrdiff_t(i) + 1, pieces.begin() + std::ptrdiff_t(j))), flag.line);
+            array.last_line = std::max(array.last_line, pieces[j - 1].line);
+            i = j;
+        }
+    }
+
+    static bool is_flag(const std::string& raw) {
+        return raw.size() > 1 && raw[0] == '-' && !std::isdigit(static_cast<unsigned char>(raw[1])) && raw[1] != '.';
+    }
+
+    void split_group(const Token& t, std::vector<Piece>& pieces) const {
+        std::size_t i = 1;
+        while (i + 1 < t.raw.size()) {
+            while (i + 1 < t.raw.size() && t.raw[i] == ' ') ++i;
+            std::size_t j = i;
+            while (j + 1 < t.raw.size() && t.raw[j] != ' ') ++j;
+            if (j > i) pieces.push_back({t.raw.substr(i, j - i), t.begin + i, t.begin + j, t.line, true});
+            i = j;
+        }
+    }
+
+    Node value_node(const Piece& flag, const std::vector<Piece>& values) {
+        Node node;
+        node.mark = {flag.line, 0};
+        node.key_mark = node.mark;
+        node.last_line = flag.line;
+        if (values.empty()) {
+            node.kind = Node::Kind::scalar;
+            node.text = "true";
+            node.edit_refusal = "it is a flag without a value; add or remove the flag itself by hand";
+            return node;
+        }
+        if (values.size() == 1) return scalar(values.front(), flag.line);
+        node.kind = Node::Kind::sequence;
+        node.flow = true;
+        for (const auto& value : values) node.children.push_back(scalar(value, flag.line));
+        return node;
+    }
+
+    Node scalar(const Piece& piece, int line) {
+        Node node;
+        node.kind = Node::Kind::scalar;
+        node.mark = {line, 0};
+        node.last_line = piece.line;
+        const auto expanded = expand(piece.raw);
+        node.text = expanded.text;
+        node.plain = !expanded.quoted || piece.quoted_group;
+        if (!expanded.resolved) {
+            node.text = piece.raw;
+            node.plain = false;
+            node.edit_refusal = "its value reads a variable the script does not assign literally (" + piece.raw + ")";
+        } else if (expanded.names.empty()) {
+            node.begin = piece.begin, node.end = piece.end, node.spanned = true;
+        } else if (expanded.names.size() == 1 && m_variables.at(expanded.names.front()).editable &&
+                   (piece.raw == "$" + expanded.names.front() || piece.raw == "${" + expanded.names.front() + "}" ||
+                    piece.raw == "\"$" + expanded.names.front() + "\"" || piece.raw == "\"${" + expanded.names.front() + "}\"")) {
+            // An edit rewrites where the script assigns the value: `TP_SIZE=1`.
+            auto& variable = m_variables.at(expanded.names.front());
+            ++variable.uses;
+            node.begin = variable.begin, node.end = variable.end, node.spanned = true;
+        } else {
+            node.edit_refusal = "its value is built from variables (" + piece.raw + "); edit them by hand";
+        }
+        return node;
+    }
+
+    /// After reading: a variable that several flags read cannot be edited through one of them, and
+    /// a flag that two arrays give is a duplicate (argparse keeps the last one silently).
+    void finish() {
+        refuse_shared(m_tree.root);
+        std::map<std::string, std::pair<std::string, int>> seen;  // flag -> (path, line)
+        for (std::size_t a = 0; a < m_tree.root.keys.size(); ++a) {
+            const Node& array = m_tree.root.children[a];
+            if (m_tree.root.keys[a] == "env") continue;
+            for (std::size_t f = 0; f < array.keys.size(); ++f) {
+                const auto path = child_path(m_tree.root.keys[a], array.keys[f]);
+                const auto [at, first] = seen.emplace(array.keys[f], std::make_pair(path, array.children[f].mark.line));
+                if (!first) m_tree.duplicates.push_back({path, at->second.second, array.children[f].mark.line});
+            }
+        }
+    }
+
+    void refuse_shared(Node& node) {
+        for (auto& child : node.children) refuse_shared(child);
+        if (!node.spanned) return;
+        for (const auto& [name, variable] : m_variables)
+            if (variable.editable && variable.uses > 1 && node.begin == variable.begin && node.end == variable.end) {
+                node.spanned = false;
+                node.edit_refusal = "its value is the variable " + name + ", which other flags read too; edit " + name + " by hand";
+            }
+    }
+
+    Expanded expand(const std::string& raw) const {
+        Expanded out;
+        for (std::size_t i = 0; i < raw.size();) {
+            const char c = raw[i];
+            if (c == '\'') {
+                const auto close = raw.find('\'', i + 1);
+                out.text += raw.substr(i + 1, close - i - 1);
+                out.quoted = true;
+                i = close + 1;
+            } else if (c == '"') {
+                out.quoted = true;
+                ++i;
+            } else if (c == '\\' && i + 1 < raw.size()) {
+                out.text += raw[i + 1];
+                i += 2;
+            } else if (c == '$' && i + 1 < raw.size() && (name_char(raw[i + 1]) || raw[i + 1] == '{')) {
+                std::string name;
+                std::size_t j = i + 1;
+                if (raw[j] == '{') {
+                    const auto close = raw.find('}', j);
+                    name = raw.substr(j + 1, close - j - 1);
+                    j = close + 1;
+                } else {
+                    while (j < raw.size() && name_char(raw[j])) name += raw[j++];
+                }
+                const auto found = m_variables.find(name);
+                if (found == m_variables.end() || !found->second.literal) out.resolved = false;
+                else out.text += found->second.value;
+                out.names.push_back(name);
+                i = j;
+            } else if (c == '$') {
+                out.resolved = false;  // $(...), $((...)), $@ and the like
+                out.text += c;
+                ++i;
+            } else {
+                out.text += c;
+                ++i;
+            }
+        }
+        return out;
+    }
+
+    const std::string& m_text;
+    const std::string& m_origin;
+    std::vector<Token> m_tokens;
+    std::size_t m_at = 0;
+    Tree m_tree;
+    std::map<std::string, Variable> m_variables;
+    std::string m_parent_path;
+};
+
+}  // namespace
+
+Tree read_shell(const std::string& text, const std::string& origin) { return Reader(text, origin).read(); }
+
+}  // namespace attune::recipe
