@@ -211,14 +211,15 @@ private:
                 joiner = words[i++];
                 continue;
             }
-            std::size_t close = i;
+            if (words[i] != "[[" && words[i] != "[") return std::nullopt;
+            std::size_t close = i + 1;
             while (close < words.size() && words[close] != "]]" && words[close] != "]") ++close;
             const std::vector<std::string> inner(words.begin() + std::ptrdiff_t(i) + 1, words.begin() + std::ptrdiff_t(close));
             std::optional<bool> one;
-            if ((words[i] == "[[" || words[i] == "[") && inner.size() == 3 && (inner[1] == "==" || inner[1] == "=" || inner[1] == "!=")) {
+            if (inner.size() == 3 && (inner[1] == "==" || inner[1] == "=" || inner[1] == "!=")) {
                 const auto a = expand(inner[0]), b = expand(inner[2]);
                 if (a.resolved && b.resolved) one = (a.text == b.text) == (inner[1] != "!=");
-            } else if ((words[i] == "[[" || words[i] == "[") && inner.size() == 2 && (inner[0] == "-z" || inner[0] == "-n")) {
+            } else if (inner.size() == 2 && (inner[0] == "-z" || inner[0] == "-n")) {
                 const auto a = expand(inner[1]);
                 if (a.resolved) one = a.text.empty() == (inner[0] == "-z");
             }
@@ -466,7 +467,8 @@ private:
         for (std::size_t i = 0; i < raw.size();) {
             const char c = raw[i];
             if (c == '\'') {
-                const auto close = raw.find('\'', i + 1);
+                // A word split out of a quoted element may hold one quote of a pair: the rest is text.
+                const auto close = std::min(raw.find('\'', i + 1), raw.size());
                 out.text += raw.substr(i + 1, close - i - 1);
                 out.quoted = true;
                 i = close + 1;
@@ -480,7 +482,7 @@ private:
                 std::string name;
                 std::size_t j = i + 1;
                 if (raw[j] == '{') {
-                    const auto close = raw.find('}', j);
+                    const auto close = std::min(raw.find('}', j), raw.size());
                     name = raw.substr(j + 1, close - j - 1);
                     j = close + 1;
                 } else {

@@ -142,6 +142,8 @@ TEST(RecipeFormats, ALaunchScriptSaysWhatItCannotFollowAndAFlagGivenTwice) {
     } catch (const InputError& e) {
         EXPECT_NE(std::string(e.what()).find("train.sh:3:"), std::string::npos) << e.what();
     }
+    // A test that is no test (found by mutating the shared script) is one attune cannot evaluate, not a crash.
+    EXPECT_THROW((void)Document::parse("if ]] x; then\n  ARGS=(--bf16)\nfi\n", "train.sh"), InputError);
     const auto twice = Document::parse("ARGS=(\n  --lr 1e-4\n  --lr 2e-4\n)\n", "train.sh");
     ASSERT_EQ(twice.duplicates().size(), 1u);
     EXPECT_EQ(twice.duplicates().front().path, "ARGS.--lr");

@@ -17,7 +17,7 @@ using namespace attune;
 namespace {
 
 std::string mutate(std::string text, std::mt19937& generator) {
-    static const std::string k_alphabet = "{}[]:,&*!|>'\"#-?%@`$ \n\t.0a~";
+    static const std::string k_alphabet = "{}[]:,&*!|>'\"#-?%@`$ \n\t.0a~()=\\;";
     std::uniform_int_distribution<int> kind(0, 2);
     const int edits = 1 + static_cast<int>(generator() % 4);
     for (int i = 0; i < edits && !text.empty(); ++i) {
@@ -50,6 +50,34 @@ TEST(RecipeMutation, EveryMutantLoadsOrFailsWithAnInputError) {
             try {
                 const auto mutant = recipe::Document::parse(mutate(original_text, generator), name);
                 (void)gate::check(original, mutant, adapter, rules, policy, cluster::default_cluster(), {});
+                ++loaded;
+            } catch (const InputError&) {
+                ++refused_input;
+            }
+        }
+    }
+    EXPECT_GT(loaded, 0);
+    EXPECT_GT(refused_input, 0);
+}
+
+TEST(RecipeMutation, EveryMutantOfAJsonTomlOrScriptRecipeLoadsAndEditsOrFailsWithAnInputError) {
+    const auto shared = test_support::shared_dir();
+    if (shared.empty()) GTEST_SKIP() << "../shared is absent";
+    std::mt19937 generator(20261206);
+    int loaded = 0;
+    int refused_input = 0;
+    for (const char* name : {"deepspeed/ds_z3_config.json", "torchtitan/llama3_70b.toml", "megatron-lm/train_llama3_8b_h100_fp8.sh"}) {
+        const auto original_text = util::read_text_file(shared / "recipes" / name);
+        for (int round = 0; round < 300; ++round) {
+            try {
+                const auto mutant = recipe::Document::parse(mutate(original_text, generator), name);
+                for (std::size_t i = 0; i < mutant.leaves().size(); i += 7) {
+                    try {
+                        (void)mutant.with_edits({{mutant.leaves()[i].path, recipe::Value::number(3)}});
+                    } catch (const InputError&) {
+                        // refusing an edit is an answer too
+                    }
+                }
                 ++loaded;
             } catch (const InputError&) {
                 ++refused_input;
