@@ -157,6 +157,12 @@ TEST(LocalBackend, TunesOnAGpuAttuneHasNoSpecsForFromTheTrialsAlone) {
                                                        "--campaign", (dir.path() / "s").string()});
     EXPECT_EQ(sim.exit_code, 2) << "the simulated cluster needs the GPU's specs";
     EXPECT_NE(sim.err.find("mi300x"), std::string::npos) << sim.err;
+    // A misspelt GPU is not refused on a real backend, but the warning names the GPU it resembles.
+    const auto typo = dir.write("typo.yaml", "name: typo\ngpu: h10\nnodes: 1\ngpus_per_node: 8\nlauncher: [/bin/true]\n");
+    const auto warned = attune::test_support::run_attune({"tune", k_recipe, "--backend", "local", "--cluster", typo.string(),
+                                                          "--budget", "1gpuh", "--campaign", (dir.path() / "t").string()});
+    EXPECT_EQ(warned.exit_code, 0) << warned.err;
+    EXPECT_NE(warned.err.find("did you mean 'h100'?"), std::string::npos) << warned.err;
 }
 
 TEST(Backends, UnknownBackendNameIsABadInputBeforeAnythingIsWritten) {
