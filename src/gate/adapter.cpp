@@ -81,13 +81,8 @@ QuantityRule parse_quantity(const DataFile& file, const std::string& name, const
             file.fail(node["cluster"], "cluster field '" + rule.cluster_field + "' is not known; expected nodes or gpus_per_node");
     }
     if (node["model"]) {
-        rule.model_field = file.string(node["model"], "model");
-        if (!model::field(model::ModelShape{}, rule.model_field)) {
-            const auto names = model::field_names();
-            const auto suggestion = util::closest_match(rule.model_field, names);
-            file.fail(node["model"], "model field '" + rule.model_field + "' is not known" +
-                                         (suggestion ? "; did you mean '" + *suggestion + "'?" : "; expected one of " + util::join(names, ", ")));
-        }
+        const auto names = model::field_names();
+        rule.model_field = names[file.one_of(node["model"], "model field", names)];
     }
     if (node["default"]) rule.default_value = file.number(node["default"], "default");
     if (node["expr"]) rule.expr = Expression::parse(file.string(node["expr"], "expr"), file.where(node["expr"]));
@@ -111,20 +106,18 @@ std::optional<double> number_of(const recipe::Value& value, const QuantityRule& 
 
 bool is_exact(const std::string& pattern) { return pattern.find('*') == std::string::npos; }
 
+/// The value of the first of `keys` the recipe sets to something (a model or tokenizer name).
+std::optional<std::string> first_named(const recipe::Document& recipe, const std::vector<std::string>& keys) {
+    for (const auto& key : keys)
+        if (const auto* value = recipe.find(key); value != nullptr && !value->is_null() && !value->to_string().empty())
+            return value->to_string();
+    return std::nullopt;
+}
+
 /// Where no catalogue is loaded (an adapter read on its own), only local config.json files resolve.
 const model::Catalogue& no_catalogue() {
     static const model::Catalogue empty;
     return empty;
-}
-
-/// A name from a closed list, or a refusal with the list (and a did-you-mean).
-std::size_t one_of(const DataFile& file, const YAML::Node& node, const std::string& what, const std::vector<std::string>& names) {
-    const auto text = file.string(node, what);
-    const auto found = std::find(names.begin(), names.end(), text);
-    if (found != names.end()) return std::size_t(found - names.begin());
-    const auto suggestion = util::closest_match(text, names);
-    file.fail(node, what + " '" + text + "' is not known" +
-                        (suggestion ? "; did you mean '" + *suggestion + "'?" : "; expected one of " + util::join(names, ", ")));
 }
 
 // The on/off levers the simulator reads from a recipe (src/sim/from_recipe.cpp).
@@ -135,13 +128,13 @@ const std::vector<std::string> k_runtime_flags{"sequence_parallel", "distributed
 Runtime parse_runtime(const DataFile& file, const YAML::Node& node, const std::vector<KeyRule>& keys) {
     file.expect_fields(node, {"engine", "log_dialect", "defaults", "recompute"});
     Runtime runtime;
-    if (node["engine"]) runtime.engine = Engine(one_of(file, node["engine"], "engine", {"megatron-core", "fsdp"}));
+    if (node["engine"]) runtime.engine = Engine(file.one_of(node["engine"], "engine", {"megatron-core", "fsdp"}));
     if (node["log_dialect"])
-        runtime.log_dialect = LogDialect(one_of(file, node["log_dialect"], "log_dialect", {"megatron", "automodel"}));
+        runtime.log_dialect = LogDialect(file.one_of(node["log_dialect"], "log_dialect", {"megatron", "automodel"}));
     if (const auto defaults = node["defaults"]) {
         if (!defaults.IsMap()) file.fail(defaults, "'defaults' must map on/off levers to true or false");
         for (const auto& item : defaults) {
-            const auto lever = k_runtime_flags[one_of(file, item.first, "lever", k_runtime_flags)];
+            const auto lever = k_runtime_flags[file.one_of(item.first, "lever", k_runtime_flags)];
             runtime.defaults[lever] = file.boolean(item.second, lever);
         }
     }
@@ -149,7 +142,7 @@ Runtime parse_runtime(const DataFile& file, const YAML::Node& node, const std::v
         if (!recompute.IsMap()) file.fail(recompute, "'recompute' must map none, selective and full to the keys each writes");
         for (const auto& choice : recompute) {
             const std::vector<std::string> k_choices{"none", "selective", "full"};
-            const auto name = k_choices[one_of(file, choice.first, "recompute choice", k_choices)];
+            const auto name = k_choices[file.one_of(choice.first, "recompute choice", k_choices)];
             if (!choice.second.IsMap()) file.fail(choice.second, "'" + name + "' must map key paths to the values written");
             for (const auto& item : choice.second) {
                 const auto path = item.first.Scalar();
@@ -322,13 +315,10 @@ std::optional<double> Adapter::quantity_at_depth(const recipe::Document& recipe,
 
 std::optional<model::Identity> Adapter::identity_by(const recipe::Document& recipe, const std::vector<std::string>& keys,
                                                     bool models_only) const {
-    for (const auto& key : keys) {
-        const auto* value = recipe.find(key);
-        if (value == nullptr || value->is_null() || value->to_string().empty()) continue;
-        return model::resolve(value->to_string(), std::filesystem::path(recipe.origin()).parent_path(),
-                              m_catalogue ? *m_catalogue : no_catalogue(), models_only);
-    }
-    return std::nullopt;
+    const auto name = first_named(recipe, keys);
+    if (!name) return std::nullopt;
+    return model::resolve(*name, std::filesystem::path(recipe.origin()).parent_path(), m_catalogue ? *m_catalogue : no_catalogue(),
+                          models_only);
 }
 
 std::optional<model::Identity> Adapter::model_identity(const recipe::Document& recipe) const {
@@ -352,11 +342,8 @@ std::optional<double> Adapter::model_field(const recipe::Document& recipe, const
 }
 
 std::optional<std::string> Adapter::model_name(const recipe::Document& recipe) const {
-    for (const auto* keys : {&m_model_keys.names, &m_model_keys.tokenizers})
-        for (const auto& key : *keys)
-            if (const auto* value = recipe.find(key); value != nullptr && !value->is_null() && !value->to_string().empty())
-                return value->to_string();
-    return std::nullopt;
+    if (auto name = first_named(recipe, m_model_keys.names)) return name;
+    return first_named(recipe, m_model_keys.tokenizers);
 }
 
 std::string Adapter::model_hint() const {

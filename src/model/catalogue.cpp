@@ -31,12 +31,7 @@ void read_shape(const DataFile& file, const YAML::Node& node, ModelShape& shape)
     if (!node.IsMap()) file.fail(node, "'shape' must map shape fields to numbers");
     const auto names = field_names();
     for (const auto& item : node) {
-        const std::string key = item.first.Scalar();
-        if (!field(shape, key)) {
-            const auto suggestion = util::closest_match(key, names);
-            file.fail(item.first, "unknown shape field '" + key + "'" +
-                                      (suggestion ? "; did you mean '" + *suggestion + "'?" : "; expected one of " + util::join(names, ", ")));
-        }
+        const std::string key = names[file.one_of(item.first, "shape field", names)];
         const bool flag = key == "gated_mlp" || key == "mla";
         const double value = flag ? (file.boolean(item.second, key) ? 1 : 0) : file.number(item.second, key);
         if (value < 0 || value != std::floor(value)) file.fail(item.second, "'" + key + "' must be a whole number, at least 0");
@@ -127,21 +122,36 @@ std::optional<std::string> Catalogue::closest(std::string_view name) const {
     return util::closest_match(name, names);
 }
 
-std::optional<Identity> resolve(std::string_view name, const std::filesystem::path& base, const Catalogue& catalogue,
-                                bool models_only) {
+namespace {
+
+/// The model a local folder (with a config.json) or .json file called `name` describes, as given or
+/// relative to `base`. Looked up once per process: the answer is asked for at every quantity a gate
+/// check or an estimate reads, and the file system does not change under a campaign's recipe.
+std::optional<Identity> local_model(std::string_view name, const std::filesystem::path& base) {
     namespace fs = std::filesystem;
     static std::mutex mutex;
-    static std::map<fs::path, ModelShape> read;  // config.json files, read once
+    static std::map<std::pair<std::string, fs::path>, std::optional<Identity>> known;
+    const std::lock_guard lock(mutex);
+    const auto key = std::make_pair(std::string(name), base);
+    if (const auto found = known.find(key); found != known.end()) return found->second;
+    std::optional<Identity> identity;
     for (const fs::path& folder : {fs::path{}, base}) {
         fs::path candidate = folder / std::string(name);
         std::error_code error;
         if (fs::is_directory(candidate, error) && fs::is_regular_file(candidate / "config.json", error)) candidate /= "config.json";
         else if (candidate.extension() != ".json" || !fs::is_regular_file(candidate, error)) continue;
-        const std::lock_guard lock(mutex);
-        auto found = read.find(candidate);
-        if (found == read.end()) found = read.emplace(candidate, from_config(candidate)).first;
-        return Identity{found->second, candidate.string()};
+        identity = Identity{from_config(candidate), candidate.string()};
+        break;
     }
+    known.emplace(key, identity);
+    return identity;
+}
+
+}  // namespace
+
+std::optional<Identity> resolve(std::string_view name, const std::filesystem::path& base, const Catalogue& catalogue,
+                                bool models_only) {
+    if (auto local = local_model(name, base)) return local;
     if (const auto* entry = catalogue.find(name, models_only)) return Identity{entry->shape, entry->names.front()};
     return std::nullopt;
 }

@@ -24,15 +24,31 @@ void DataFile::fail(const YAML::Node& node, const std::string& what) const {
     throw InputError(where(node) + ": " + what);
 }
 
+namespace {
+
+/// `; did you mean 'x'?` when a name is close, else the list of names.
+std::string suggestion_for(const std::string& text, const std::vector<std::string>& names) {
+    const auto suggestion = util::closest_match(text, names);
+    return suggestion ? "; did you mean '" + *suggestion + "'?" : "; expected one of " + util::join(names, ", ");
+}
+
+}  // namespace
+
 void DataFile::expect_fields(const YAML::Node& mapping, std::initializer_list<const char*> allowed) const {
     if (!mapping.IsMap()) fail(mapping, "expected a mapping");
     const std::vector<std::string> names(allowed.begin(), allowed.end());
     for (const auto& item : mapping) {
         const auto key = item.first.Scalar();
-        if (std::find(names.begin(), names.end(), key) != names.end()) continue;
-        const auto suggestion = util::closest_match(key, names);
-        fail(item.first, "unknown field '" + key + "'" + (suggestion ? "; did you mean '" + *suggestion + "'?" : "; expected one of " + util::join(names, ", ")));
+        if (std::find(names.begin(), names.end(), key) == names.end())
+            fail(item.first, "unknown field '" + key + "'" + suggestion_for(key, names));
     }
+}
+
+std::size_t DataFile::one_of(const YAML::Node& node, const std::string& what, const std::vector<std::string>& names) const {
+    const auto text = string(node, what);
+    const auto found = std::find(names.begin(), names.end(), text);
+    if (found == names.end()) fail(node, what + " '" + text + "' is not known" + suggestion_for(text, names));
+    return std::size_t(found - names.begin());
 }
 
 std::string DataFile::string(const YAML::Node& node, const std::string& what) const {

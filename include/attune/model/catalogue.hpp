@@ -62,7 +62,7 @@ struct Identity {
 
 /// A name as a local model folder with a config.json (or a .json file), as given or relative to
 /// `base`; else as a catalogue entry (`models_only`: not a bare tokenizer). Nullopt when neither.
-/// Local files are read once per process.
+/// Local folders and files are looked up and read once per process.
 std::optional<Identity> resolve(std::string_view name, const std::filesystem::path& base, const Catalogue& catalogue,
                                 bool models_only);
 

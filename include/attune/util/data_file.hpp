@@ -29,6 +29,8 @@ public:
 
     /// Refuses keys of a mapping that are not in `allowed`, with a did-you-mean.
     void expect_fields(const YAML::Node& mapping, std::initializer_list<const char*> allowed) const;
+    /// The index in `names` of the string at `node`, or a refusal (`WHAT 'x' is not known`) with a did-you-mean.
+    [[nodiscard]] std::size_t one_of(const YAML::Node& node, const std::string& what, const std::vector<std::string>& names) const;
 
     [[nodiscard]] std::string string(const YAML::Node& node, const std::string& what) const;
     [[nodiscard]] std::vector<std::string> strings(const YAML::Node& node, const std::string& what) const;
