@@ -5,7 +5,6 @@
 #include <attune/sim/model.hpp>
 #include <attune/util/files.hpp>
 #include <attune/util/hash.hpp>
-#include <attune/util/strings.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -97,13 +96,10 @@ Opened create(const fs::path& dir, const Settings& settings) {
     Context context = context_of(dir, settings.recipe, settings.framework, settings.cluster_file, settings.gate_policy,
                                  settings.model_config);
     if (settings.backend == "sim") require_simulable(settings.recipe, context);
-    else if (!sim::find_hardware(context.cluster.gpu)) {
-        const auto suggestion = util::closest_match(context.cluster.gpu, sim::hardware_names());
+    else if (!sim::find_hardware(context.cluster.gpu))
         spdlog::warn("cluster {}: attune has no specs for GPU '{}' ({}): no estimate, preflight or MFU; the rules policy "
                      "works from the trials' diagnosis and its rules' order alone",
-                     context.cluster.name, context.cluster.gpu,
-                     suggestion ? "did you mean '" + *suggestion + "'?" : "it knows " + util::join(sim::hardware_names(), ", "));
-    }
+                     context.cluster.name, context.cluster.gpu, sim::known_gpus_hint(context.cluster.gpu));
     if (fs::exists(dir / "journal.jsonl"))
         throw InputError(fmt::format("{}: this folder already holds a campaign; add --resume to continue it, or choose another --campaign",
                                      dir.string()));

@@ -87,13 +87,10 @@ Precision precision_of(const recipe::Document& r, const gate::Adapter& a) {
 SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c) {
     SimInputs in;
     const auto hardware = find_hardware(c.gpu);
-    if (!hardware) {
-        const auto names = hardware_names();
-        const auto suggestion = util::closest_match(c.gpu, names);
+    if (!hardware)
         throw InputError(fmt::format("cluster {}: attune has no specs for GPU '{}' ({}); add it to data/hardware.yaml, or run on "
                                      "the local or Slurm backend, which tune without estimates",
-                                     c.name, c.gpu, suggestion ? "did you mean '" + *suggestion + "'?" : "it knows " + util::join(names, ", ")));
-    }
+                                     c.name, c.gpu, known_gpus_hint(c.gpu)));
     in.hardware = *hardware;
     if (c.network_gbps_per_gpu) in.hardware.network_gbps = *c.network_gbps_per_gpu / 8.0;
     in.model = model_of(r, a, c);

@@ -75,4 +75,10 @@ std::vector<std::string> hardware_names() {
     return names;
 }
 
+std::string known_gpus_hint(std::string_view gpu) {
+    const auto names = hardware_names();
+    const auto suggestion = util::closest_match(gpu, names);
+    return suggestion ? "did you mean '" + *suggestion + "'?" : "it knows " + util::join(names, ", ");
+}
+
 }  // namespace attune::sim

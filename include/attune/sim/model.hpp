@@ -35,6 +35,8 @@ inline int nvlink_reach(const Hardware& hw, int gpus_per_node) {
 std::vector<Hardware> load_hardware(const std::filesystem::path& path);
 /// Every GPU data/hardware.yaml describes (loaded once), for messages.
 std::vector<std::string> hardware_names();
+/// For a GPU with no specs: `did you mean 'h100'?` when a known name is close, else the known names.
+std::string known_gpus_hint(std::string_view gpu);
 
 /// The entry of data/hardware.yaml for `name` (case-insensitive; an exact name first, then the
 /// first name it starts with: `H100 SXM` is h100), or nullopt. Throws InputError when the file
