@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 
 namespace attune::cluster {
@@ -118,6 +119,12 @@ Cluster load_cluster(const std::filesystem::path& path) {
     return cluster;
 }
 
+namespace {
+
+constexpr std::array<std::string_view, 3> k_placeholders{"{recipe}", "{steps}", "{overrides}"};
+
+}  // namespace
+
 std::string launch_word_problem(std::string_view word) {
     for (std::size_t open = word.find('{'); open != std::string_view::npos; open = word.find('{', open + 1)) {
         const auto close = word.find('}', open);
@@ -125,16 +132,15 @@ std::string launch_word_problem(std::string_view word) {
         const auto name = word.substr(open, close - open + 1);
         if (name == "{overrides}" && word != name)
             return "'" + std::string(word) + "': {overrides} stands for several words, so it must be a word of its own";
-        if (name != "{recipe}" && name != "{steps}" && name != "{overrides}")
+        if (std::find(k_placeholders.begin(), k_placeholders.end(), name) == k_placeholders.end())
             return "'" + std::string(word) + "': unknown placeholder " + std::string(name) + "; expected {recipe}, {steps} or {overrides}";
     }
     return {};
 }
 
 bool has_placeholder(std::string_view word) {
-    for (const char* name : {"{recipe}", "{steps}", "{overrides}"})
-        if (word.find(name) != std::string_view::npos) return true;
-    return false;
+    return std::any_of(k_placeholders.begin(), k_placeholders.end(),
+                       [&](std::string_view name) { return word.find(name) != std::string_view::npos; });
 }
 
 }  // namespace attune::cluster
