@@ -143,7 +143,7 @@ public:
             if (first.raw == "if" || first.raw == "elif") {
                 const auto condition = test(statement_end());
                 if (first.raw == "if") {
-                    frames.emplace_back(condition, condition.value_or(false), first.line);
+                    frames.emplace_back(condition, first.line);
                 } else {
                     auto& frame = top(frames, first);
                     frame.active = condition && !frame.taken ? *condition : false;
@@ -176,14 +176,15 @@ public:
     }
 
 private:
+    /// One `if` being read: whether a branch was taken, and whether the one being read is.
     struct Frame {
-        std::optional<bool> condition;
         bool taken = false;
         int line = 0;
         bool active = false;
         bool unknown = false;
 
-        Frame(std::optional<bool> c, bool t, int l) : condition(c), taken(t), line(l), active(c.value_or(false)), unknown(!c) {}
+        Frame(std::optional<bool> condition, int l)
+            : taken(condition.value_or(false)), line(l), active(condition.value_or(false)), unknown(!condition) {}
     };
 
     Frame& top(std::vector<Frame>& frames, const Token& at) const {
@@ -263,7 +264,7 @@ private:
             if (unknown(frames))
                 throw InputError(m_origin + ":" + std::to_string(word.line) + ": '" + name +
                                  "' is set inside an 'if' whose test attune cannot evaluate; expected tests of literal values");
-            array_elements(name, append, at + 2, active(frames));
+            array_elements(name, at + 2, active(frames));
             return;
         }
         if (active(frames)) assign(name, word, equals, exported);
@@ -303,7 +304,6 @@ private:
     }
 
     void environment(const std::string& name, const Variable& v, const Token& word) {
-        m_parent_path = "env";
         Node& env = section("env", word);
         Node value;
         value.kind = Node::Kind::scalar;
@@ -313,7 +313,7 @@ private:
         value.last_line = word.line;
         if (v.editable) value.begin = v.begin, value.end = v.end, value.spanned = true;
         else value.edit_refusal = "its value is not written literally (" + m_text.substr(word.begin, word.end - word.begin) + ")";
-        add(env, name, std::move(value), word.line);
+        add(env, "env", name, std::move(value), word.line);
     }
 
     Node& section(const std::string& name, const Token& at) {
@@ -328,10 +328,10 @@ private:
         return m_tree.root.children.back();
     }
 
-    void add(Node& parent, const std::string& key, Node value, int line) {
+    void add(Node& parent, const std::string& parent_path, const std::string& key, Node value, int line) {
         for (std::size_t i = 0; i < parent.keys.size(); ++i)
             if (parent.keys[i] == key) {
-                m_tree.duplicates.push_back({child_path(m_parent_path, key), parent.children[i].mark.line, line});
+                m_tree.duplicates.push_back({child_path(parent_path, key), parent.children[i].mark.line, line});
                 parent.children[i] = std::move(value);
                 return;
             }
@@ -341,7 +341,7 @@ private:
     }
 
     /// The elements of `NAME=( ... )` from token `first`; flags and their values become keys.
-    void array_elements(const std::string& name, bool append, std::size_t first, bool taken) {
+    void array_elements(const std::string& name, std::size_t first, bool taken) {
         std::vector<Piece> pieces;
         std::size_t at = first;
         for (; at < m_tokens.size() && m_tokens[at].raw != ")"; ++at) {
@@ -358,10 +358,8 @@ private:
         if (at >= m_tokens.size()) throw InputError(m_origin + ":" + std::to_string(m_tokens[first - 1].line) + ": array '" + name + "' is never closed");
         m_at = at + 1;
         if (!taken) return;
-        m_parent_path = name;
         Node& array = section(name, m_tokens[first - 1]);
         array.end = m_tokens[at].begin;  // where a new flag is added: before the last `)` that fills it
-        (void)append;
         for (std::size_t i = 0; i < pieces.size();) {
             const Piece& flag = pieces[i];
             if (!flag.raw.starts_with("-")) {
@@ -370,7 +368,7 @@ private:
             }
             std::size_t j = i + 1;
             while (j < pieces.size() && !is_flag(pieces[j].raw)) ++j;
-            add(array, flag.raw, value_node(flag, std::vector<Piece>(pieces.begin() + std::ptrdiff_t(i) + 1, pieces.begin() + std::ptrdiff_t(j))), flag.line);
+            add(array, name, flag.raw, value_node(flag, std::vector<Piece>(pieces.begin() + std::ptrdiff_t(i) + 1, pieces.begin() + std::ptrdiff_t(j))), flag.line);
             array.last_line = std::max(array.last_line, pieces[j - 1].line);
             i = j;
         }
@@ -511,7 +509,6 @@ private:
     std::size_t m_at = 0;
     Tree m_tree;
     std::map<std::string, Variable> m_variables;
-    std::string m_parent_path;
 };
 
 }  // namespace
