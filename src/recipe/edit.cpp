@@ -153,9 +153,8 @@ private:
             case Format::shell: return shell_word(edit, value);
             case Format::toml: {
                 if (value.is_null()) fail(edit, "TOML has no null; remove the key by hand to unset it");
-                if (value.kind() != Value::Kind::number) return value.to_json().dump();
-                const double number = *value.as_number();
-                if (!std::isfinite(number)) return number != number ? "nan" : (number > 0 ? "inf" : "-inf");
+                if (const auto number = value.kind() == Value::Kind::number ? value.as_number() : std::nullopt; number && !std::isfinite(*number))
+                    return *number != *number ? "nan" : (*number > 0 ? "inf" : "-inf");
                 return value.to_json().dump();
             }
         }
@@ -216,10 +215,8 @@ private:
     /// table header for the top level, or inside an inline table's braces.
     std::string insert_toml(const Edit& edit, const Node& parent, const std::vector<std::string>& missing) const {
         if (parent.kind != Node::Kind::mapping) fail(edit, "'" + missing.front() + "' would go below a value that is not a table");
-        std::vector<std::string> keys;
-        for (const auto& key : missing) keys.push_back(toml_key(key));
         std::string line;
-        for (const auto& key : keys) line += (line.empty() ? "" : ".") + key;
+        for (const auto& key : missing) line += (line.empty() ? "" : ".") + toml_key(key);
         line += " = " + render(edit, edit.value);
         if (parent.flow) {
             auto last = parent.end - 1;  // the closing brace
@@ -231,7 +228,7 @@ private:
         int after_line = &parent == &m_root ? 0 : parent.mark.line;
         std::size_t first_header = m_text.size();
         for (const auto& child : parent.children) {
-            if ((child.kind == Node::Kind::mapping && !child.flow) || (child.kind == Node::Kind::sequence && !child.flow))
+            if (!child.flow && (child.kind == Node::Kind::mapping || child.kind == Node::Kind::sequence))
                 first_header = std::min(first_header, line_start(child.begin));
             else
                 after_line = std::max(after_line, child.last_line);
