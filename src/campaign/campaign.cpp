@@ -271,7 +271,7 @@ private:
         for (const auto& rule : m_ctx.adapter->key_rules())
             if (rule.trial_only && rule.lever == "train_steps" && m_ctx.original.find(rule.pattern) != nullptr &&
                 m_ctx.original.find(rule.pattern)->as_number())
-                trial_edits.insert_or_assign(rule.pattern, recipe::Value::number(steps));
+                trial_edits.insert_or_assign(m_ctx.original.placed(rule.pattern), recipe::Value::number(steps));
         const recipe::Document candidate = document_of(edits);
         const recipe::Document trial = document_of(trial_edits);
         policy::Edits pins;

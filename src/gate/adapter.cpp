@@ -104,7 +104,7 @@ std::optional<double> number_of(const recipe::Value& value, const QuantityRule& 
     return value.as_number();
 }
 
-bool is_exact(const std::string& pattern) { return pattern.find('*') == std::string::npos; }
+bool is_exact(const std::string& pattern) { return recipe::is_key_path(pattern); }
 
 /// The value of the first of `keys` the recipe sets to something (a model or tokenizer name).
 std::optional<std::string> first_named(const recipe::Document& recipe, const std::vector<std::string>& keys) {

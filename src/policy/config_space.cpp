@@ -30,7 +30,7 @@ constexpr Field k_fields[] = {Field::tp,
                               Field::moe_grouped_gemm};
 
 bool exact(const std::string& pattern) {
-    return pattern.find('*') == std::string::npos && pattern.find('[') == std::string::npos;
+    return recipe::is_key_path(pattern) && pattern.find('[') == std::string::npos;
 }
 
 int get(const sim::Layout& l, Field f) {
@@ -179,7 +179,7 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
     m_vocab_multiple = adapter.quantity(original, "vocab_multiple", cluster);
     m_uneven_stages = adapter.quantity(original, "uneven_stages", cluster).value_or(0) == 1;
     if (const auto* rule = adapter.lever_rule("vocab_padding"); rule && m_vocab_multiple)
-        m_vocab_path = rule->pattern;
+        m_vocab_path = original.placed(rule->pattern);
     const auto& keys = adapter.key_rules();
     // The key a lever is written at: the one the recipe sets (the one the simulator reads), else the first
     // exact rule.
@@ -190,7 +190,7 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
         return adapter.lever_rule(lever);
     };
     if (const auto* sp = rule_of("sequence_parallel"); sp && m_inputs.layout.sequence_parallel)
-        m_sp_path = sp->pattern;
+        m_sp_path = original.placed(sp->pattern);
     std::vector<Dimension> found;
     for (const Field field : k_fields) {
         if (is_choice(field)) {
@@ -199,7 +199,7 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
         }
         const auto* rule = rule_of(lever_name(field));
         if (rule == nullptr || rule->key_class != gate::KeyClass::performance) continue;
-        Dimension dim{field, rule->pattern, {}};
+        Dimension dim{field, original.placed(rule->pattern), {}};
         const auto add = [&](int v) {
             if (std::find(dim.options.begin(), dim.options.end(), v) == dim.options.end())
                 dim.options.push_back(v);
@@ -308,7 +308,7 @@ std::optional<Dimension> ConfigSpace::choice_dimension(Field field) {
         }
     }
     if (written.size() < 2) return std::nullopt;
-    Dimension dim{field, rule->pattern, {}};
+    Dimension dim{field, m_original->placed(rule->pattern), {}};
     for (const auto& [v, value] : written) dim.options.push_back(v);
     m_written[field] = std::move(written);
     return dim;
@@ -413,7 +413,7 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
                 constexpr const char* k_choice[] = {"none", "selective", "full"};   // sim::Recompute's order
                 const auto& spelt = m_adapter->runtime().recompute;
                 if (const auto found = r <= sim::Recompute::full ? spelt.find(k_choice[int(r)]) : spelt.end(); found != spelt.end())
-                    for (const auto& [path, value] : found->second) out.insert_or_assign(path, value);
+                    for (const auto& [path, value] : found->second) out.insert_or_assign(m_original->placed(path), value);
                 else if (m_recompute_bool)
                     out.insert_or_assign(d.path, Value::boolean(r != sim::Recompute::none));
                 else

@@ -27,7 +27,7 @@ bool ends_with_key(std::string_view path, std::string_view key) {
     return path == key || (path.size() > key.size() && path.ends_with(key) && path[path.size() - key.size() - 1] == '.');
 }
 
-bool exact(const gate::KeyRule& rule) { return rule.pattern.find('*') == std::string::npos; }
+bool exact(const gate::KeyRule& rule) { return recipe::is_key_path(rule.pattern); }
 
 /// A concrete proposal built from a move for the current incumbent.
 struct Candidate {
@@ -67,7 +67,7 @@ public:
             if (!adjusted || *adjusted < 1 || std::floor(*adjusted) != *adjusted) return std::nullopt;
             const Value adjusted_value = Value::number(*adjusted);
             if (!companion->domain.violation(adjusted_value).empty()) return std::nullopt;
-            edits.insert_or_assign(companion->pattern, adjusted_value);
+            edits.insert_or_assign(m_state.original->placed(companion->pattern), adjusted_value);
         }
         return edits;
     }
@@ -103,13 +103,13 @@ private:
             for (const auto& rule : m_adapter.key_rules())
                 if (rule.lever == move.lever && exact(rule) &&
                     (!move.set || rule.domain.violation(*move.set).empty()))
-                    return std::make_pair(rule.pattern, &rule);
+                    return std::make_pair(m_state.original->placed(rule.pattern), &rule);
             return std::nullopt;
         }
         for (const auto& key : move.keys) {
             for (const auto& rule : m_adapter.key_rules())
                 if (rule.lever == move.lever && exact(rule) && ends_with_key(rule.pattern, key))
-                    return std::make_pair(rule.pattern, &rule);
+                    return std::make_pair(m_state.original->placed(rule.pattern), &rule);
             for (const auto& rule : m_adapter.env_rules())
                 if (rule.lever == move.lever && rule.pattern == key)
                     if (const auto section = env_section()) return std::make_pair(*section + "." + key, &rule);
@@ -129,7 +129,7 @@ private:
             if (exact(rule) && ends_with_key(rule.pattern, key) &&
                 (rule.lever == lever ||
                  std::find(rule.companion_of.begin(), rule.companion_of.end(), lever) != rule.companion_of.end()))
-                return rule.pattern;
+                return m_state.original->placed(rule.pattern);
         return std::nullopt;
     }
 

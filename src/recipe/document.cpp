@@ -73,8 +73,50 @@ Document Document::with_model_config(std::filesystem::path config_json) const {
     return document;
 }
 
+bool is_any_section(std::string_view path) { return path.starts_with("*.") && is_key_path(path.substr(2)); }
+
+bool is_key_path(std::string_view pattern) {
+    if (pattern.starts_with("*.")) pattern.remove_prefix(2);
+    return pattern.find('*') == std::string_view::npos;
+}
+
+namespace {
+
+std::string_view section_of(std::string_view path) { return path.substr(0, path.find('.')); }
+
+/// The part of a path below its section: `--num-layers` of `MODEL_ARGS.--num-layers`.
+std::string_view below_section(std::string_view path) {
+    const auto dot = path.find('.');
+    return dot == std::string_view::npos ? std::string_view() : path.substr(dot + 1);
+}
+
+}  // namespace
+
+std::string Document::placed(std::string_view path) const {
+    if (!is_any_section(path)) return std::string(path);
+    if (const Leaf* leaf = find_leaf(path)) return leaf->path;
+    // A new key goes where most of the recipe's keys are (TRAINING_ARGS, MODEL_ARGS), never into
+    // an environment section.
+    std::vector<std::pair<std::string_view, int>> sizes;
+    for (const Leaf& leaf : m_leaves) {
+        const auto section = section_of(leaf.path);
+        if (section == leaf.path || std::find(m_env_sections.begin(), m_env_sections.end(), section) != m_env_sections.end())
+            continue;
+        auto found = std::find_if(sizes.begin(), sizes.end(), [&](const auto& s) { return s.first == section; });
+        if (found == sizes.end()) sizes.emplace_back(section, 1);
+        else ++found->second;
+    }
+    const auto largest = std::max_element(sizes.begin(), sizes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (largest == sizes.end())
+        throw InputError(m_origin + ": no section to write " + std::string(path.substr(2)) + " in; add it by hand");
+    return std::string(largest->first) + "." + std::string(path.substr(2));
+}
+
 const Leaf* Document::find_leaf(std::string_view path) const {
-    const auto found = std::find_if(m_leaves.begin(), m_leaves.end(), [&](const Leaf& leaf) { return leaf.path == path; });
+    const bool any_section = is_any_section(path);
+    const auto found = std::find_if(m_leaves.begin(), m_leaves.end(), [&](const Leaf& leaf) {
+        return any_section ? below_section(leaf.path) == path.substr(2) : leaf.path == path;
+    });
     return found == m_leaves.end() ? nullptr : &*found;
 }
 
@@ -84,6 +126,12 @@ const Value* Document::find(std::string_view path) const {
 }
 
 bool Document::has(std::string_view path) const {
+    if (is_any_section(path))
+        return std::any_of(m_leaves.begin(), m_leaves.end(), [&](const Leaf& leaf) {
+            const auto below = below_section(leaf.path);
+            const auto rest = path.substr(2);
+            return below.starts_with(rest) && (below.size() == rest.size() || below[rest.size()] == '.' || below[rest.size()] == '[');
+        });
     return find_node(m_tree->root, path) != nullptr;
 }
 

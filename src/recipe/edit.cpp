@@ -111,6 +111,12 @@ private:
     }
 
     Splice replace_value(const Edit& edit, const Node& node, const Node* parent) const {
+        if (m_format == Format::shell && node.entry_end > 0) {
+            if (turns_off(edit.value)) return removal(node);
+            // A flag without a value is on by being written.
+            if (node.kind == Node::Kind::scalar && node.text == "true" && !node.spanned && edit.value.as_bool() == true)
+                return {node.entry_begin, node.entry_begin, ""};
+        }
         if (!node.edit_refusal.empty()) fail(edit, node.edit_refusal);
         if (node.from_alias)
             fail(edit, "its value comes from a YAML alias or merge key at line " + std::to_string(node.mark.line) +
@@ -238,6 +244,20 @@ private:
         return spliced(m_text, {{at, at, prefix + line + "\n"}});
     }
 
+    static bool turns_off(const Value& value) { return value.is_null() || value.as_bool() == false; }
+
+    /// A launch script's flag removed with its values, and its line when nothing else is on it.
+    Splice removal(const Node& node) const {
+        std::size_t start = node.entry_begin;
+        std::size_t end = node.entry_end;
+        while (end < m_text.size() && (m_text[end] == ' ' || m_text[end] == '\t')) ++end;
+        const std::size_t line = line_start(start);
+        const bool alone = util::trim(std::string_view(m_text).substr(line, start - line)).empty() &&
+                           (end == m_text.size() || m_text[end] == '\n');
+        if (alone) start = line, end = std::min(end + 1, m_text.size());
+        return {start, end, ""};
+    }
+
     /// A value as a launch script's word. Only characters no shell treats specially are written:
     /// a value from a policy or an LLM must never become shell syntax.
     std::string shell_word(const Edit& edit, const Value& value) const {
@@ -256,6 +276,7 @@ private:
         if (missing.size() != 1 || &parent == &m_root || parent.kind != Node::Kind::mapping || parent.end == 0 ||
             !missing.front().starts_with("-"))
             fail(edit, "a launch script gets new flags in an existing argument array (ARRAY.--flag)");
+        if (turns_off(edit.value)) return m_text;  // a flag not written is off already
         std::string words = missing.front();
         if (!(edit.value.kind() == Value::Kind::boolean && *edit.value.as_bool())) words += " " + shell_word(edit, edit.value);
         const auto at = line_start(parent.end);
@@ -307,7 +328,9 @@ std::string edits_key(const std::string& text, const std::string& origin, const 
 
 }  // namespace
 
-Document Document::with_edits(const std::vector<Edit>& edits) const {
+Document Document::with_edits(const std::vector<Edit>& given) const {
+    std::vector<Edit> edits = given;
+    for (Edit& edit : edits) edit.path = placed(edit.path);
     // A campaign applies the same edits to the same recipe several times per trial (gate, preflight,
     // launch, measurement): remember recent results. Documents are immutable, so a remembered one is
     // as good as a new one.

@@ -368,10 +368,30 @@ private:
             }
             std::size_t j = i + 1;
             while (j < pieces.size() && !is_flag(pieces[j].raw)) ++j;
-            add(array, name, flag.raw, value_node(flag, std::vector<Piece>(pieces.begin() + std::ptrdiff_t(i) + 1, pieces.begin() + std::ptrdiff_t(j))), flag.line);
+            Node value = value_node(flag, std::vector<Piece>(pieces.begin() + std::ptrdiff_t(i) + 1, pieces.begin() + std::ptrdiff_t(j)));
+            set_entry(value, pieces, i, j);
+            add(array, name, flag.raw, std::move(value), flag.line);
             array.last_line = std::max(array.last_line, pieces[j - 1].line);
             i = j;
         }
+    }
+
+    /// The bytes of flag `pieces[first]` with its values, when an edit can remove them: unquoted
+    /// words, or a quoted element that holds exactly this flag ("--fp8-param-gather").
+    void set_entry(Node& node, const std::vector<Piece>& pieces, std::size_t first, std::size_t end) const {
+        const Piece& flag = pieces[first];
+        const Piece& last = pieces[end - 1];
+        const bool quoted = std::any_of(pieces.begin() + std::ptrdiff_t(first), pieces.begin() + std::ptrdiff_t(end),
+                                        [](const Piece& p) { return p.quoted_group; });
+        if (!quoted) {
+            node.entry_begin = flag.begin, node.entry_end = last.end;
+            return;
+        }
+        const auto quote = flag.begin > 0 ? m_text[flag.begin - 1] : ' ';
+        const bool whole_element = (quote == '"' || quote == '\'') && last.end < m_text.size() && m_text[last.end] == quote &&
+                                   std::all_of(pieces.begin() + std::ptrdiff_t(first), pieces.begin() + std::ptrdiff_t(end),
+                                               [](const Piece& p) { return p.quoted_group; });
+        if (whole_element) node.entry_begin = flag.begin - 1, node.entry_end = last.end + 1;
     }
 
     static bool is_flag(const std::string& raw) {
@@ -397,7 +417,7 @@ private:
         if (values.empty()) {
             node.kind = Node::Kind::scalar;
             node.text = "true";
-            node.edit_refusal = "it is a flag without a value; add or remove the flag itself by hand";
+            node.edit_refusal = "it is a flag without a value: it takes true, or false to remove it";
             return node;
         }
         if (values.size() == 1) return scalar(values.front(), flag.line);

@@ -23,6 +23,8 @@ struct Node {
     /// Where the written value lies in the text, when the reader knows (TOML): bytes [begin, end).
     std::size_t begin = 0, end = 0;
     bool spanned = false;
+    /// A launch script's flag with its values: the bytes an edit removes to turn it off or unset it.
+    std::size_t entry_begin = 0, entry_end = 0;
     /// A TOML table the text opens with its own `[header]` (keys can be added below it).
     bool headed = false;
     /// Why no edit may rewrite this value (a launch script's flag without a value, or one read

@@ -205,8 +205,12 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
     } else {
         const double opt_div_dense = l.sharding == Sharding::distributed_optimizer ? dense_dp : 1.0;
         const double opt_div_expert = l.sharding == Sharding::distributed_optimizer ? expert_dp : 1.0;
-        mem.params = (dense + experts) * (2 + fp8_copy);
-        mem.grads = (dense + experts) * 4;
+        // Megatron-Core's gradient buffer holds the reduce dtype (grad_reduce_in_fp32 false: bf16), and with
+        // fp8_param_gather its weights live in FP8 only (the optimizer keeps the fp32 master copy).
+        const bool mcore_fp8_weights = l.megatron_core && l.fp8_param_gather && l.precision == Precision::fp8;
+        const bool mcore_bf16_grads = l.megatron_core && l.grad_reduce == GradReduce::bf16;
+        mem.params = (dense + experts) * (mcore_fp8_weights ? 1.0 : 2 + fp8_copy);
+        mem.grads = (dense + experts) * (mcore_bf16_grads ? 2.0 : 4.0);
         mem.optimizer = dense * 12 / opt_div_dense + experts * 12 / opt_div_expert;
     }
     const double seq = double(m.seq_len) / l.cp;

@@ -52,12 +52,10 @@ std::string unknown_model(const recipe::Document& r, const gate::Adapter& a, con
 ModelShape model_of(const recipe::Document& r, const gate::Adapter& a, const cluster::Cluster& c) {
     ModelShape m;
     if (const auto identity = a.model_identity(r)) m = identity->shape;
-    m.layers = quantity_or(r, a, c, "layers", m.layers), m.hidden = quantity_or(r, a, c, "hidden", m.hidden);
-    m.ffn = quantity_or(r, a, c, "ffn", m.ffn), m.heads = quantity_or(r, a, c, "heads", m.heads);
-    m.kv_heads = quantity_or(r, a, c, "kv_heads", m.kv_heads ? m.kv_heads : m.heads);
-    m.head_dim = quantity_or(r, a, c, "head_dim", m.head_dim);
-    m.vocab = quantity_or(r, a, c, "vocab", m.vocab), m.experts = quantity_or(r, a, c, "experts", m.experts);
-    m.topk = quantity_or(r, a, c, "topk", m.topk), m.moe_ffn = quantity_or(r, a, c, "moe_ffn", m.moe_ffn);
+    // Any field of the shape a family's quantities give (Megatron's flags give MLA and shared experts too).
+    for (const auto& field : model::field_names())
+        if (const auto value = a.quantity(r, field, c); value && field != "seq_len") model::set_field(m, field, *value);
+    if (m.kv_heads == 0) m.kv_heads = m.heads;
     m.seq_len = quantity_or(r, a, c, "seq_len", 4096);
     std::vector<std::string> missing;
     for (const char* field : {"layers", "hidden", "heads", "vocab"})
@@ -121,6 +119,8 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
                        ? Dispatcher::flex
                        : (dispatcher.find("allgather") != std::string::npos ? Dispatcher::allgather : Dispatcher::alltoall);
     l.precision = precision_of(r, a);
+    l.grad_reduce = quantity_or(r, a, c, "grad_reduce_bf16", 0) == 1 ? GradReduce::bf16 : GradReduce::fp32;
+    l.fp8_param_gather = l.precision == Precision::fp8 && quantity_or(r, a, c, "fp8_param_gather", 0) == 1;
     if (const auto lr = a.lever_value(r, "learning_rate"); lr && lr->as_number()) in.objective.lr = *lr->as_number();
     if (const auto dropout = a.lever_value(r, "dropout"); dropout && dropout->as_number())
         in.objective.dropout = *dropout->as_number();

@@ -26,8 +26,16 @@ std::vector<fs::path> corpus_cases() {
     return cases;
 }
 
+/// The case's file of that stem, in whatever format the family writes (`baseline.yaml`, `.toml`, `.sh`).
+fs::path file_named(const fs::path& dir, const std::string& stem) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+        if (entry.path().stem() == stem && entry.path().extension() != ".json") return entry.path();
+    return dir / (stem + ".yaml");
+}
+
 fs::path candidate_of(const fs::path& dir) {
-    return fs::exists(dir / "candidate.overrides") ? dir / "candidate.overrides" : dir / "candidate.yaml";
+    return fs::exists(dir / "candidate.overrides") ? dir / "candidate.overrides" : file_named(dir, "candidate");
 }
 
 std::set<std::string> refused_keys(const nlohmann::json& verdict) {
@@ -56,7 +64,7 @@ TEST_P(GateCorpus, GivesTheExpectedVerdictAndRefusedKeys) {
     const auto dir = GetParam();
     std::ifstream expected_file(dir / "expected.json");
     const auto expected = nlohmann::json::parse(expected_file);
-    std::vector<std::string> args{"gate", "check", (dir / "baseline.yaml").string(), candidate_of(dir).string(), "--json"};
+    std::vector<std::string> args{"gate", "check", file_named(dir, "baseline").string(), candidate_of(dir).string(), "--json"};
     if (fs::exists(dir / "policy.yaml")) args.insert(args.end(), {"--gate-policy", (dir / "policy.yaml").string()});
     if (fs::exists(dir / "cluster.yaml")) args.insert(args.end(), {"--cluster", (dir / "cluster.yaml").string()});
     for (const auto& arg : expected.value("args", nlohmann::json::array())) args.push_back(arg.get<std::string>());

@@ -53,6 +53,12 @@ Edit parse_override(std::string_view text, std::string_view origin);
 
 class Tree;
 
+/// A path any top-level section may hold, `*.--num-layers`: a Megatron-LM flag in whichever
+/// argument array (or MODEL_ARGS mapping) the recipe writes it. Only its first segment is `*`.
+bool is_any_section(std::string_view path);
+/// True for the paths a Document finds and edits: exact ones and any-section ones (no other wildcard).
+bool is_key_path(std::string_view pattern);
+
 /// How a recipe file is written. The format follows the file's extension: `.json` (DeepSpeed
 /// configs), `.toml` (torchtitan job files), `.sh` (launch scripts with argument arrays, as
 /// Megatron-LM's examples), anything else YAML.
@@ -90,7 +96,10 @@ public:
     [[nodiscard]] const std::vector<Duplicate>& duplicates() const { return m_duplicates; }
     [[nodiscard]] const std::vector<std::string>& env_sections() const { return m_env_sections; }
 
-    /// The leaf at a key path, or nullptr.
+    /// The path an edit of `path` writes: itself, or for an any-section path the section that holds
+    /// it, else the section holding the most keys (where the recipe's arguments are).
+    [[nodiscard]] std::string placed(std::string_view path) const;
+    /// The leaf at a key path (exact or any-section), or nullptr.
     [[nodiscard]] const Leaf* find_leaf(std::string_view path) const;
     /// The effective value at a key path, or nullptr.
     [[nodiscard]] const Value* find(std::string_view path) const;

@@ -129,10 +129,59 @@ TEST(RecipeFormats, ALaunchScriptReadsItsArgumentArraysWithTheVariablesItAssigns
         expected.replace(expected.find(from), from.size(), to);
     EXPECT_EQ(edited.text(), expected);
     // What a script cannot take safely is refused, not written.
-    for (const auto& refused : std::vector<recipe::Edit>{{"MODEL_ARGS.--swiglu", Value::boolean(false)},
+    for (const auto& refused : std::vector<recipe::Edit>{{"MODEL_ARGS.--swiglu", Value::number(2)},
                                                          {"MODEL_ARGS.--save", Value::string("other")},
                                                          {"MODEL_ARGS.--num-layers", Value::string("$(reboot)")}})
         EXPECT_THROW((void)doc.with_edits({refused}), InputError) << refused.path;
+}
+
+TEST(RecipeFormats, ALaunchScriptFlagIsTurnedOffByRemovingItAndFoundInWhicheverArrayHoldsIt) {
+    const std::string text =
+        "MODEL_ARGS=(\n"
+        "    --num-layers 32\n"
+        "    --sequence-parallel  # with tp\n"
+        "    --swiglu --disable-bias-linear\n"
+        ")\n"
+        "TRAINING_ARGS=(\n"
+        "    --micro-batch-size 1\n"
+        "    --recompute-granularity full\n"
+        "    --lr 1e-4\n"
+        "    --clip-grad 1.0\n"
+        "    --bf16\n"
+        ")\n"
+        "DTYPE_ARGS=(\n"
+        "    \"--fp8-param-gather\"\n"
+        ")\n";
+    const auto doc = Document::parse(text, "train.sh");
+    // `*.--flag` is the flag in whichever array the script writes it.
+    EXPECT_EQ(doc.find("*.--micro-batch-size")->as_number(), 1);
+    EXPECT_EQ(doc.placed("*.--micro-batch-size"), "TRAINING_ARGS.--micro-batch-size");
+    EXPECT_TRUE(doc.has("*.--fp8-param-gather"));
+    EXPECT_EQ(doc.find("*.--tensor-model-parallel-size"), nullptr);
+    // A flag it lacks goes into the array holding the most flags.
+    EXPECT_EQ(doc.placed("*.--overlap-grad-reduce"), "TRAINING_ARGS.--overlap-grad-reduce");
+    const auto edited = doc.with_edits({{"*.--sequence-parallel", Value::boolean(false)},
+                                        {"*.--disable-bias-linear", Value::null()},
+                                        {"*.--recompute-granularity", Value::null()},
+                                        {"*.--fp8-param-gather", Value::boolean(false)},
+                                        {"*.--overlap-grad-reduce", Value::boolean(true)},
+                                        {"*.--bf16", Value::boolean(true)},
+                                        {"*.--cpu-offloading", Value::boolean(false)}});
+    EXPECT_EQ(edited.text(),
+              "MODEL_ARGS=(\n"
+              "    --num-layers 32\n"
+              "    # with tp\n"
+              "    --swiglu \n"
+              ")\n"
+              "TRAINING_ARGS=(\n"
+              "    --micro-batch-size 1\n"
+              "    --lr 1e-4\n"
+              "    --clip-grad 1.0\n"
+              "    --bf16\n"
+              "    --overlap-grad-reduce\n"
+              ")\n"
+              "DTYPE_ARGS=(\n"
+              ")\n");
 }
 
 TEST(RecipeFormats, ALaunchScriptSaysWhatItCannotFollowAndAFlagGivenTwice) {
@@ -200,10 +249,16 @@ TEST(RecipeFormats, EverySharedRecipeRoundTripsAndAnEditChangesOnlyItsValue) {
             // The YAML reader would also read invalid JSON back: JSON must stay JSON.
             if (doc.format() == recipe::Format::json)
                 EXPECT_TRUE(nlohmann::json::accept(edited.text())) << file << ": editing " << leaf.path;
-            const auto [first, last] = changed_region(text, edited.text());
-            EXPECT_EQ(text.substr(first, last - first).find('\n'), std::string::npos)
-                << file << ": editing " << leaf.path << " rewrote more than its value";
-            EXPECT_TRUE(edited.find(leaf.path)->same_as(other_than(leaf.value))) << file << ": " << leaf.path;
+            if (edited.find(leaf.path) == nullptr) {
+                // A launch script turns a flag off by removing it (with its line when alone on it).
+                EXPECT_EQ(doc.format(), recipe::Format::shell) << file << ": editing " << leaf.path << " removed it";
+                EXPECT_EQ(leaf.value.as_bool(), std::optional<bool>(true)) << file << ": " << leaf.path;
+            } else {
+                const auto [first, last] = changed_region(text, edited.text());
+                EXPECT_EQ(text.substr(first, last - first).find('\n'), std::string::npos)
+                    << file << ": editing " << leaf.path << " rewrote more than its value";
+                EXPECT_TRUE(edited.find(leaf.path)->same_as(other_than(leaf.value))) << file << ": " << leaf.path;
+            }
             for (const auto& other : doc.leaves())
                 if (other.path != leaf.path && other.origin == recipe::Origin::written) {
                     const auto* after = edited.find(other.path);
