@@ -106,6 +106,11 @@ std::optional<double> number_of(const recipe::Value& value, const QuantityRule& 
 
 bool is_exact(const std::string& pattern) { return recipe::is_key_path(pattern); }
 
+/// `$MOE_AUX_COEFF`, `${DATA_PATH}/x`: what the readers keep of a value they could not resolve.
+bool built_from_variable(const recipe::Value& value) {
+    return value.kind() == recipe::Value::Kind::string && value.to_string().find('$') != std::string::npos;
+}
+
 /// The value of the first of `keys` the recipe sets to something (a model or tokenizer name).
 std::optional<std::string> first_named(const recipe::Document& recipe, const std::vector<std::string>& keys) {
     for (const auto& key : keys)
@@ -284,6 +289,16 @@ std::string Adapter::how_to_give(std::string_view name) const {
     return util::join(ways, "; or ");
 }
 
+bool Adapter::unresolved(const recipe::Document& recipe, std::string_view name) const {
+    const auto rule = std::find_if(m_quantities.begin(), m_quantities.end(), [&](const auto& q) { return q.name == name; });
+    if (rule == m_quantities.end()) return false;
+    for (const auto& path : rule->paths)
+        if (const auto* value = recipe.find(path); value != nullptr && !value->is_null()) return built_from_variable(*value);
+    if (!rule->expr || name == "world") return false;
+    const auto names = rule->expr->names();
+    return std::any_of(names.begin(), names.end(), [&](const std::string& other) { return other != name && unresolved(recipe, other); });
+}
+
 bool Adapter::has_quantity(std::string_view name) const {
     return std::any_of(m_quantities.begin(), m_quantities.end(), [&](const auto& rule) { return rule.name == name; });
 }
@@ -300,6 +315,9 @@ std::optional<double> Adapter::quantity_at_depth(const recipe::Document& recipe,
     for (const auto& path : rule->paths) {
         const auto* value = recipe.find(path);
         if (value == nullptr) continue;
+        // A value built from a variable the recipe does not give is set to something attune cannot
+        // know: the quantity is unknown, not its default.
+        if (built_from_variable(*value)) return std::nullopt;
         if (auto number = number_of(*value, *rule)) return number;
     }
     if (!rule->model_field.empty())

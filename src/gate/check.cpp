@@ -122,7 +122,7 @@ void refuse_duplicates(std::vector<Change>& changes, const recipe::Document& doc
         }
         found->allowed = false;
         found->reason = std::string("duplicate key in the ") + which + " (lines " + std::to_string(duplicate.first_line) +
-                        " and " + std::to_string(duplicate.second_line) + "): YAML loaders keep one of them silently";
+                        " and " + std::to_string(duplicate.second_line) + "): the loader keeps one of them silently (YAML loaders one, argparse the last)";
     }
 }
 
@@ -162,13 +162,15 @@ std::vector<InvariantCheck> check_invariants(const recipe::Document& baseline, c
     const auto on_candidate = lookup_in(candidate);
     std::vector<InvariantCheck> checks;
     for (const auto& invariant : rules.invariants()) {
-        const auto applies = [&invariant](const auto& lookup) {
+        // A `when` over a value the recipe builds from a variable it does not give may hold: judged.
+        const auto applies = [&](const auto& lookup, const recipe::Document& document) {
             if (!invariant.when) return true;
-            const auto value = invariant.when->evaluate(lookup);
-            return value && *value != 0;
+            if (const auto value = invariant.when->evaluate(lookup)) return *value != 0;
+            const auto names = invariant.when->names();
+            return std::any_of(names.begin(), names.end(), [&](const std::string& name) { return adapter.unresolved(document, name); });
         };
-        const bool applies_before = applies(on_baseline);
-        const bool applies_after = applies(on_candidate);
+        const bool applies_before = applies(on_baseline, baseline);
+        const bool applies_after = applies(on_candidate, candidate);
         // `same` compares the two sides, so it applies when either meets `when`; `holds` judges the
         // candidate, so the candidate must meet it (turning a feature off drops its requirement).
         if (invariant.same ? !(applies_before || applies_after) : !applies_after) continue;

@@ -26,6 +26,7 @@ constexpr Field k_fields[] = {Field::tp,
                               Field::tp_comm_overlap,
                               Field::overlap_grad_reduce,
                               Field::overlap_param_gather,
+                              Field::distributed_optimizer,
                               Field::dispatcher,
                               Field::moe_grouped_gemm};
 
@@ -57,6 +58,8 @@ int get(const sim::Layout& l, Field f) {
             return l.overlap_grad_reduce ? 1 : 0;
         case Field::overlap_param_gather:
             return l.overlap_param_gather ? 1 : 0;
+        case Field::distributed_optimizer:
+            return l.sharding == sim::Sharding::distributed_optimizer ? 1 : 0;
         case Field::dispatcher:
             return int(l.dispatcher);
         case Field::moe_grouped_gemm:
@@ -100,6 +103,9 @@ void set(sim::Layout& l, Field f, int v) {
         case Field::overlap_param_gather:
             l.overlap_param_gather = v != 0;
             break;
+        case Field::distributed_optimizer:
+            l.sharding = v != 0 ? sim::Sharding::distributed_optimizer : sim::Sharding::none;
+            break;
         case Field::dispatcher:
             l.dispatcher = sim::Dispatcher(v);
             break;
@@ -109,7 +115,7 @@ void set(sim::Layout& l, Field f, int v) {
     }
 }
 
-bool is_flag(Field f) { return f >= Field::cuda_graphs && f <= Field::overlap_param_gather; }
+bool is_flag(Field f) { return f >= Field::cuda_graphs && f <= Field::distributed_optimizer; }
 
 /// A lever whose values are read back from the recipe one by one (the MoE backend choices).
 bool is_choice(Field f) { return f == Field::dispatcher || f == Field::moe_grouped_gemm; }
@@ -158,6 +164,8 @@ std::string_view lever_name(Field field) {
             return "overlap_grad_reduce";
         case Field::overlap_param_gather:
             return "overlap_param_gather";
+        case Field::distributed_optimizer:
+            return "distributed_optimizer";
         case Field::dispatcher:
             return "moe_dispatcher";
         case Field::moe_grouped_gemm:
@@ -433,7 +441,10 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
                 break;
             }
             default:
-                if (is_flag(d.field))
+                // A key the original leaves to its default stays unwritten where the value is the original's.
+                if (v == get(m_inputs.layout, d.field) && m_original->find(d.path) == nullptr)
+                    out.insert_or_assign(d.path, Value::null());
+                else if (is_flag(d.field))
                     out.insert_or_assign(d.path, Value::boolean(v != 0));
                 else
                     out.insert_or_assign(d.path, Value::number(v));
@@ -443,7 +454,10 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
     if (m_sp_path) out.insert_or_assign(*m_sp_path, Value::boolean(tp > 1));
     if (m_vocab_path) {  // written even when tp is the original's: the incumbent may have moved it
         const double multiple = *m_vocab_multiple * m_inputs.layout.tp / tp;
-        if (multiple >= 1 && std::floor(multiple) == multiple)
+        // A recipe that leaves the multiple to its default keeps leaving it where tp is the original's.
+        if (multiple == *m_vocab_multiple && m_original->find(*m_vocab_path) == nullptr)
+            out.insert_or_assign(*m_vocab_path, Value::null());
+        else if (multiple >= 1 && std::floor(multiple) == multiple)
             out.insert_or_assign(*m_vocab_path, Value::number(multiple));
     }
     return out;

@@ -329,8 +329,13 @@ std::string edits_key(const std::string& text, const std::string& origin, const 
 }  // namespace
 
 Document Document::with_edits(const std::vector<Edit>& given) const {
-    std::vector<Edit> edits = given;
-    for (Edit& edit : edits) edit.path = placed(edit.path);
+    std::vector<Edit> edits;
+    for (const Edit& edit : given) {
+        // Unsetting a key the recipe does not write leaves it as it is, in every format.
+        if (edit.value.is_null() && !edit.create && !has(edit.path)) continue;
+        edits.push_back(edit);
+        edits.back().path = placed(edit.path);
+    }
     // A campaign applies the same edits to the same recipe several times per trial (gate, preflight,
     // launch, measurement): remember recent results. Documents are immutable, so a remembered one is
     // as good as a new one.

@@ -104,7 +104,12 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     const bool fsdp = flag(r, a, c, "fsdp", false) || (!text(r, a, "fsdp").empty() && text(r, a, "fsdp") != "false");
     l.sharding = fsdp ? Sharding::fsdp
                       : (flag(r, a, c, "distributed_optimizer", true) ? Sharding::distributed_optimizer : Sharding::none);
-    l.recompute = parse_recompute(text(r, a, "recompute"));
+    // The family's `recompute` quantity (0 none, 1 selective, 2 full) where it has one: it knows the
+    // runtime's default (torchtitan checkpoints selectively when the recipe says nothing).
+    if (const auto q = a.has_quantity("recompute") ? a.quantity(r, "recompute", c) : std::nullopt)
+        l.recompute = Recompute(std::clamp(int(*q), 0, 2));
+    else
+        l.recompute = parse_recompute(text(r, a, "recompute"));
     l.offload_activations = flag(r, a, c, "activation_offload", false);
     l.overlap_grad_reduce = flag(r, a, c, "overlap_grad_reduce", true);
     l.overlap_param_gather = flag(r, a, c, "overlap_param_gather", true);
@@ -179,6 +184,7 @@ LeverSpace lever_space(const gate::Adapter& a) {
     }
     s.cuda_graphs = bools(a, "cuda_graphs"), s.tp_comm_overlap = bools(a, "tp_comm_overlap");
     s.overlap_grad_reduce = bools(a, "overlap_grad_reduce"), s.overlap_param_gather = bools(a, "overlap_param_gather");
+    s.distributed_optimizer = bools(a, "distributed_optimizer");
     return s;
 }
 

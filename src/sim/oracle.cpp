@@ -46,7 +46,16 @@ OracleResult run_oracle(const World& world, const Hardware& hw, const ModelShape
         }
     };
     // Nested in order of the levers; the innermost visits evaluate.
-    const std::function<void()> l13 = [&] { each(space.moe_grouped_gemm, l, &Layout::moe_grouped_gemm, evaluate); };
+    const std::function<void()> l14 = [&] {
+        if (space.distributed_optimizer.empty() || l.sharding == Sharding::fsdp) return evaluate();
+        const auto saved = l.sharding;
+        for (const bool on : space.distributed_optimizer) {
+            l.sharding = on ? Sharding::distributed_optimizer : Sharding::none;
+            evaluate();
+        }
+        l.sharding = saved;
+    };
+    const std::function<void()> l13 = [&] { each(space.moe_grouped_gemm, l, &Layout::moe_grouped_gemm, l14); };
     const std::function<void()> l12 = [&] { each(space.overlap_param_gather, l, &Layout::overlap_param_gather, l13); };
     const std::function<void()> l11 = [&] { each(space.overlap_grad_reduce, l, &Layout::overlap_grad_reduce, l12); };
     const std::function<void()> l10 = [&] { each(space.tp_comm_overlap, l, &Layout::tp_comm_overlap, l11); };

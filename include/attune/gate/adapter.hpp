@@ -106,6 +106,9 @@ public:
     [[nodiscard]] std::optional<double> quantity(const recipe::Document& recipe, std::string_view name,
                                                  const cluster::Cluster& cluster) const;
     [[nodiscard]] bool has_quantity(std::string_view name) const;
+    /// True when the recipe sets the quantity, or one it is computed from, to a value built from a
+    /// variable it does not give (`$MOE_AUX_COEFF`): unknown, though written, unlike a key left out.
+    [[nodiscard]] bool unresolved(const recipe::Document& recipe, std::string_view name) const;
     /// How a recipe gives a quantity (its keys, the model it names, or what it is computed from), for a message.
     [[nodiscard]] std::string how_to_give(std::string_view name) const;
     /// The key paths a quantity is read from, in order (empty for computed quantities).

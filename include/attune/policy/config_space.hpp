@@ -31,6 +31,7 @@ enum class Field {
     tp_comm_overlap,
     overlap_grad_reduce,
     overlap_param_gather,
+    distributed_optimizer,  ///< optimizer state sharded over data-parallel ranks (0/1; a family with an on/off key)
     dispatcher,        ///< MoE token dispatch (sim::Dispatcher as int)
     moe_grouped_gemm   ///< local experts as one grouped GEMM (0/1)
 };

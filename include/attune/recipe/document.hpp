@@ -86,7 +86,8 @@ public:
 
     /// A new document with the edits applied to the text: untouched keys, comments and order
     /// stay as written. Throws InputError when an edit cannot be written (a list item that does
-    /// not exist, a key inside a flow mapping that must be created, a block scalar, an alias).
+    /// not exist, a key inside a flow mapping that must be created, a block scalar, an alias). Setting
+    /// null a key the recipe does not write changes nothing.
     [[nodiscard]] Document with_edits(const std::vector<Edit>& edits) const;
 
     [[nodiscard]] const std::string& origin() const { return m_origin; }

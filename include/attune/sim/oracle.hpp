@@ -16,6 +16,7 @@ struct LeverSpace {
     std::vector<Precision> precision;
     std::vector<Dispatcher> dispatcher;
     std::vector<bool> cuda_graphs, tp_comm_overlap, overlap_grad_reduce, overlap_param_gather, moe_grouped_gemm;
+    std::vector<bool> distributed_optimizer;   ///< where the family turns it on or off with a key of its own
     bool etp_follows_tp = false;  ///< the recipe leaves expert tp to default to tp: it moves with tp
 };
 

@@ -26,10 +26,10 @@ std::vector<SharedRecipe> shared_recipes() {
     if (shared.empty()) return recipes;
     const std::vector<std::tuple<std::string, std::string, std::string>> families = {
         {"nemo", "", "nemo"}, {"sagemaker-hyperpod", "hf_", "hyperpod-hf"}, {"automodel", "", "automodel"},
-        {"axolotl", "", "axolotl"}};
+        {"axolotl", "", "axolotl"}, {"megatron-lm", "", "megatron-lm"}, {"torchtitan", "", "torchtitan"}};
     for (const auto& [folder, prefix, family] : families)
         for (const auto& entry : fs::directory_iterator(shared / "recipes" / folder))
-            if (entry.path().extension() == ".yaml" && entry.path().filename().string().rfind(prefix, 0) == 0)
+            if (entry.path().extension() != ".csv" && entry.path().filename().string().rfind(prefix, 0) == 0)
                 recipes.push_back(SharedRecipe{folder + "/" + entry.path().filename().string(), family});
     std::sort(recipes.begin(), recipes.end(), [](const auto& a, const auto& b) { return a.relative_path < b.relative_path; });
     return recipes;
@@ -41,7 +41,7 @@ class SharedRecipeGate : public ::testing::TestWithParam<SharedRecipe> {};
 
 TEST(SharedRecipes, AreThereToTest) {
     if (test_support::shared_dir().empty()) GTEST_SKIP() << "../shared is absent: the shared recipes are not tested";
-    EXPECT_GE(shared_recipes().size(), 12u);
+    EXPECT_GE(shared_recipes().size(), 17u);
 }
 
 TEST_P(SharedRecipeGate, LoadsIsDetectedHasNoUnknownKeyAndChecksAgainstItself) {
