@@ -127,7 +127,7 @@ int execute(const TuneOptions& options) {
 const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     auto options = std::make_shared<TuneOptions>();
     auto* tune = app.add_subcommand("tune", "Tune a recipe's throughput within a GPU-hour budget");
-    tune->add_option("RECIPE", options->recipe, "The recipe to tune (the framework's own YAML)");
+    tune->add_option("RECIPE", options->recipe, "The recipe to tune, in its framework's own format (YAML, TOML, JSON or a launch script)");
     tune->add_option("--budget", options->budget, "GPU-time budget: 200gpuh, 200 gpu-h, 12000gpumin")->capture_default_str();
     tune->add_option("--backend", options->backend, "Where trials run: sim (default), local (a child process), slurm (sbatch)")
         ->capture_default_str();
@@ -135,7 +135,7 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
                      "slurm: cancel a trial still queued after this long (Slurm time: MM, HH:MM:SS, D-HH:MM:SS)");
     tune->add_option("--cluster", options->cluster_file, "Cluster file (default: 8 x 8 H100)");
     tune->add_option("--policy", options->policy, "Who proposes: rules (default), random, bayes, grid")->capture_default_str();
-    tune->add_option("--framework", options->framework, "Force the recipe family (a gate/frameworks/ file: nemo, hyperpod-hf, automodel, axolotl)");
+    tune->add_option("--framework", options->framework, "Force the recipe family (the name of a gate/frameworks/ file, e.g. nemo or torchtitan)");
     tune->add_option("--model-config", options->model_config,
                      "Hugging Face config.json of the model the recipe trains, where the recipe does not name a known one");
     tune->add_option("--trial-steps", options->trial_steps, "Steps per trial (default: 30)");

@@ -135,7 +135,7 @@ Runtime parse_runtime(const DataFile& file, const YAML::Node& node, const std::v
     Runtime runtime;
     if (node["engine"]) runtime.engine = Engine(file.one_of(node["engine"], "engine", {"megatron-core", "fsdp"}));
     if (node["log_dialect"])
-        runtime.log_dialect = LogDialect(file.one_of(node["log_dialect"], "log_dialect", {"megatron", "automodel"}));
+        runtime.log_dialect = LogDialect(file.one_of(node["log_dialect"], "log_dialect", {"megatron", "automodel", "torchtitan"}));
     if (const auto defaults = node["defaults"]) {
         if (!defaults.IsMap()) file.fail(defaults, "'defaults' must map on/off levers to true or false");
         for (const auto& item : defaults) {

@@ -93,8 +93,12 @@ private:
             const auto have = m_adapter.quantity(m_incumbent, lever, *m_state.cluster);
             return have && want && *have == *want;
         }
-        const auto have = m_adapter.lever_value(m_incumbent, lever);
-        return have && have->same_as(wanted, Value::Numeric::coerce);
+        if (const auto have = m_adapter.lever_value(m_incumbent, lever))
+            return have->same_as(wanted, Value::Numeric::coerce);
+        // Silent recipe: what the runtime does then (torchtitan's TP always shards along the sequence).
+        const auto& defaults = m_adapter.runtime().defaults;
+        const auto found = defaults.find(lever);
+        return found != defaults.end() && wanted.as_bool() == found->second;
     }
 
     /// The key path and rule a move writes: the first of its keys this framework has.

@@ -129,7 +129,11 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     if (const auto lr = a.lever_value(r, "learning_rate"); lr && lr->as_number()) in.objective.lr = *lr->as_number();
     if (const auto dropout = a.lever_value(r, "dropout"); dropout && dropout->as_number())
         in.objective.dropout = *dropout->as_number();
-    in.dialect = a.runtime().log_dialect == gate::LogDialect::megatron ? Dialect::megatron : Dialect::automodel;
+    switch (a.runtime().log_dialect) {
+        case gate::LogDialect::megatron: in.dialect = Dialect::megatron; break;
+        case gate::LogDialect::torchtitan: in.dialect = Dialect::torchtitan; break;
+        case gate::LogDialect::automodel: in.dialect = Dialect::automodel; break;
+    }
     return in;
 }
 

@@ -143,6 +143,14 @@ void automodel_line(int step, const Layout& l, const ModelShape& m, const Estima
                        e.tokens_per_s_per_gpu, std::int64_t(l.gbs) * m.seq_len);
 }
 
+/// torchtitan's metrics line (train.py's logger), as rank 0 prints it under torchrun.
+void torchtitan_line(int step, const Estimate& e, double loss, std::ostream& out) {
+    out << fmt::format("[rank0]:[titan] 2026-01-27 08:25:12,011 - root - INFO - step: {:>2}  loss: {:7.4f}  grad_norm: {:7.4f}  "
+                       "memory: {:.2f}GiB({:.2f}%)  tps: {:.0f}  tflops: {:.2f}  mfu: {:.2f}%\n",
+                       step, loss, 0.9 + 0.2 / std::sqrt(double(step)), e.memory_gib.total,
+                       100 * e.memory_gib.total / e.memory_gib.capacity, e.tokens_per_s_per_gpu, e.tflops_per_gpu, 100 * e.mfu);
+}
+
 }  // namespace
 
 double median_standard_error(std::vector<double> times) {
@@ -189,6 +197,7 @@ TrainResult train(const World& world, const Hardware& hw, const ModelShape& mode
         const double loss = loss_at(model, layout, objective, tokens,
                                     to_unit(splitmix(run.run_id * 1000003ULL + std::uint64_t(step))));
         if (run.dialect == Dialect::megatron) megatron_line(step, run.steps, layout, e, lr, loss, out);
+        else if (run.dialect == Dialect::torchtitan) torchtitan_line(step, e, loss, out);
         else automodel_line(step, layout, model, e, lr, loss, out);
         if (step == 1 && run.dialect == Dialect::megatron) memory_report(e, out);
         result.steps_done = step;

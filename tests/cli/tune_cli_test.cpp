@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -69,8 +70,10 @@ void expect_sound(const json& result, const fs::path& campaign, const std::strin
             EXPECT_EQ(trial["status"], "ok") << trial.dump();
             EXPECT_EQ(trial["reason"].get<std::string>().find("objective-drift"), std::string::npos);
         }
-    const auto check = run_attune({"gate", "check", recipe, (campaign / "best.yaml").string()});
-    EXPECT_EQ(check.exit_code, 0) << "best.yaml must pass the gate against the original:\n" << check.out;
+    // The best recipe is written in the original's format, with its extension (best.sh, best.toml).
+    const auto best = campaign / ("best" + fs::path(recipe).extension().string());
+    const auto check = run_attune({"gate", "check", recipe, best.string()});
+    EXPECT_EQ(check.exit_code, 0) << best << " must pass the gate against the original:\n" << check.out;
 }
 
 struct AcceptanceCase {
@@ -107,7 +110,29 @@ INSTANTIATE_TEST_SUITE_P(Examples, TuneReachesTheOracle,
                                          AcceptanceCase{"nemo-llama3-8b-h100.yaml", "p5e-h200.yaml", 1.5},
                                          AcceptanceCase{"nemo-llama3-70b-h100.yaml", "p6-b200.yaml", 1.5},
                                          AcceptanceCase{"automodel-llama3-8b-h100.yaml", "", 1.08},
-                                         AcceptanceCase{"hyperpod-llama3-8b-h100.yaml", "", 1.0}));
+                                         AcceptanceCase{"hyperpod-llama3-8b-h100.yaml", "", 1.0},
+                                         AcceptanceCase{"megatron-lm-llama3-8b-h100.sh", "", 1.5, 0.95},
+                                         AcceptanceCase{"torchtitan-llama3-8b-h100.toml", "", 1.0, 0.95}));
+
+TEST(TuneLaunchScript, TheBestRecipeIsTheSameScriptEditedAndBashStillReadsIt) {
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = example("recipes/megatron-lm-llama3-8b-h100.sh");
+    (void)tune_json({recipe, "--budget", "40gpuh"}, campaign);
+    const auto best = campaign / "best.sh";
+    ASSERT_TRUE(fs::exists(best));
+    std::ifstream original_file(recipe), best_file(best);
+    std::stringstream original, edited;
+    original << original_file.rdbuf();
+    edited << best_file.rdbuf();
+    EXPECT_NE(edited.str(), original.str()) << "the draft leaves much to gain";
+    // Its shape stays: the comments, the arrays and the torchrun line with its continuations.
+    for (const std::string kept : {"# Llama 3 8B pretraining with Megatron-LM", "MODEL_ARGS=(", "TRAINING_ARGS=(",
+                                   "torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \\\n", "    ${LOGGING_ARGS[@]}\n"})
+        EXPECT_NE(edited.str().find(kept), std::string::npos) << kept << "\n" << edited.str();
+    const std::string syntax_check = "bash -n '" + best.string() + "'";
+    EXPECT_EQ(std::system(syntax_check.c_str()), 0) << edited.str();
+}
 
 TEST(TunePlans, CrossesAValleyOfSlowerLayoutsWhenEachStepMeasuresAsPredicted) {
     // DeepSeek-V3's H100 layout on 256 B200 (ep 64 x pp 4): the fast layouts (ep 8 x pp 16) are reached

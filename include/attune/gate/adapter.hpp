@@ -66,7 +66,7 @@ struct ModelKeys {
 /// fused loss) or PyTorch FSDP (FSDP1 or FSDP2/DTensor, with Hugging Face models).
 enum class Engine { megatron_core, fsdp };
 /// The log format `attune sim train` writes for a family (diagnose reads both).
-enum class LogDialect { megatron, automodel };
+enum class LogDialect { megatron, automodel, torchtitan };
 
 /// What the simulator, the search space and the rules need to know about a family's runtime
 /// (docs/adapters.md, "Runtime").

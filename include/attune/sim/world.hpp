@@ -43,7 +43,7 @@ struct Objective {
 };
 
 /// How a simulated run prints itself.
-enum class Dialect { megatron, automodel };
+enum class Dialect { megatron, automodel, torchtitan };
 
 /// Options of one simulated training run.
 struct TrainRun {

@@ -64,6 +64,26 @@ TEST(ConfigSpace, HasTheNeMoLayoutLeversAndRoundTripsEveryPoint) {
     EXPECT_LT(consistent, 150);
 }
 
+TEST(ConfigSpace, SearchesAMegatronLaunchScriptWithoutWritingTheDefaultsItLeavesOut) {
+    const auto l = load("megatron-lm-llama3-8b-h100.sh");
+    const ConfigSpace space(l.recipe.document, *l.recipe.adapter, l.cluster, gate::default_rules(), default_gate_policy());
+    std::set<Field> fields;
+    for (const auto& d : space.dimensions()) fields.insert(d.field);
+    for (const Field f : {Field::tp, Field::pp, Field::recompute, Field::distributed_optimizer, Field::overlap_grad_reduce})
+        EXPECT_TRUE(fields.contains(f)) << lever_name(f);
+    // The original layout is no change: no --context-parallel-size 1 or --make-vocab-size-divisible-by 128
+    // written for flags the script leaves to Megatron's defaults.
+    EXPECT_TRUE(space.changes(space.inputs().layout).empty());
+    auto layout = space.inputs().layout;
+    layout.tp = 2;
+    layout.sharding = sim::Sharding::distributed_optimizer;
+    const auto changes = space.changes(layout);
+    ASSERT_TRUE(changes.contains("MODEL_PARALLEL_ARGS.--tensor-model-parallel-size"));
+    EXPECT_EQ(changes.at("MODEL_ARGS.--make-vocab-size-divisible-by").as_number(), 256) << "128 x tp 4 = 256 x tp 2";
+    EXPECT_EQ(changes.at("MODEL_ARGS.--use-distributed-optimizer").as_bool(), true) << "added to the array holding most flags";
+    EXPECT_TRUE(space.admits(layout));
+}
+
 TEST(ConfigSpace, AdmissiblePointsPassTheGateAgainstTheOriginal) {
     for (const std::string recipe :
          {"nemo-llama3-8b-h100.yaml", "nemo-mixtral-8x7b-h100.yaml", "hyperpod-llama3-8b-h100.yaml"}) {

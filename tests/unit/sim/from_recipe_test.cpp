@@ -82,6 +82,44 @@ TEST(SimFromRecipe, AnUnknownModelNamesTheValueTheKeyThatWouldResolveItAndTheClo
     }
 }
 
+TEST(SimFromRecipe, ReadsAMegatronLaunchScriptAsMegatronCoreDoes) {
+    const auto loaded = gate::load_recipe(ATTUNE_SOURCE_DIR "/examples/recipes/megatron-lm-llama3-8b-h100.sh", gate::default_rules());
+    const auto in = from_recipe(loaded.document, *loaded.adapter, cluster::default_cluster());
+    EXPECT_EQ(in.model.layers, 32);
+    EXPECT_EQ(in.model.kv_heads, 8);
+    EXPECT_EQ(in.model.vocab, 128256) << "the tokenizer the script names, from the catalogue";
+    EXPECT_TRUE(in.model.gated_mlp) << "--swiglu";
+    EXPECT_EQ(in.layout.nodes, 1) << "--nnodes $NUM_NODES";
+    EXPECT_EQ(in.layout.tp, 4);
+    EXPECT_EQ(in.layout.gbs, 128);
+    EXPECT_EQ(in.layout.recompute, Recompute::full);
+    EXPECT_EQ(in.layout.sharding, Sharding::none) << "no --use-distributed-optimizer";
+    EXPECT_FALSE(in.layout.overlap_grad_reduce) << "Megatron-Core's default";
+    EXPECT_EQ(in.layout.precision, Precision::fp8);
+    EXPECT_TRUE(in.layout.megatron_core);
+    EXPECT_EQ(in.dialect, Dialect::megatron);
+}
+
+TEST(SimFromRecipe, ReadsATorchtitanJobFileWithItsRuntimeDefaults) {
+    const auto loaded = gate::load_recipe(ATTUNE_SOURCE_DIR "/examples/bench/torchtitan-llama3-70b-a100-preset-on-h100.toml",
+                                          gate::default_rules());
+    const auto in = from_recipe(loaded.document, *loaded.adapter, cluster::default_cluster());
+    EXPECT_EQ(in.model.layers, 80) << "./assets/hf/Llama-3.1-70B names the model";
+    EXPECT_EQ(in.layout.tp, 8);
+    EXPECT_EQ(in.layout.gbs, 64);
+    EXPECT_EQ(in.layout.sharding, Sharding::fsdp) << "dp_shard -1 is the 8 ranks tp leaves";
+    EXPECT_EQ(in.layout.recompute, Recompute::full);
+    EXPECT_TRUE(in.layout.sequence_parallel) << "torchtitan's TP always shards along the sequence";
+    EXPECT_FALSE(in.layout.megatron_core);
+    // A job file that says nothing of activation checkpointing gets torchtitan's default, selective.
+    std::string text = loaded.document.text();
+    const std::string section = "[activation_checkpoint]\nmode = \"full\"\n";
+    ASSERT_NE(text.find(section), std::string::npos);
+    text.erase(text.find(section), section.size());
+    const auto silent = recipe::Document::parse(text, "silent.toml");
+    EXPECT_EQ(from_recipe(silent, *loaded.adapter, cluster::default_cluster()).layout.recompute, Recompute::selective);
+}
+
 TEST(SimFromRecipe, ReadsTheRecomputeSettingsOfEveryFramework) {
     EXPECT_EQ(parse_recompute("true"), Recompute::full);
     EXPECT_EQ(parse_recompute("full"), Recompute::full);

@@ -53,6 +53,25 @@ TEST(SimTrain, PrintsMegatronIterationLinesAndSucceeds) {
     EXPECT_TRUE(std::regex_search(out.str(), line)) << out.str();
 }
 
+TEST(SimTrain, PrintsTorchtitansMetricsLinesThatDiagnoseReadsAsTorchtitan) {
+    Case c;
+    c.layout.sharding = Sharding::fsdp, c.layout.megatron_core = false;
+    std::ostringstream out;
+    TrainRun run;
+    run.steps = 4;
+    run.dialect = Dialect::torchtitan;
+    EXPECT_EQ(train(World{}, c.hw, c.model, c.layout, Objective{}, run, out).exit_code, 0);
+    const std::regex line{R"(\[rank0\]:\[titan\] [-0-9: ,]+ - root - INFO - step:  4  loss: +[0-9.]+  grad_norm: +[0-9.]+  memory: [0-9.]+GiB\([0-9.]+%\)  tps: [0-9]+  tflops: [0-9.]+  mfu: [0-9.]+%)"};
+    EXPECT_TRUE(std::regex_search(out.str(), line)) << out.str();
+    const auto path = std::filesystem::temp_directory_path() / ("attune-titan-" + std::to_string(::getpid()) + ".log");
+    std::ofstream(path) << out.str();
+    const auto metrics = diagnose::parse_logs({path}, std::nullopt);
+    std::filesystem::remove(path);
+    EXPECT_EQ(metrics.dialect, "torchtitan");
+    EXPECT_EQ(metrics.last_step, 4);
+    EXPECT_EQ(metrics.status, diagnose::Status::ok);
+}
+
 TEST(SimTrain, ARecipeThatDoesNotFitPrintsPyTorchsOomAndFails) {
     Case c;
     c.layout.tp = 1, c.layout.mbs = 8, c.layout.gbs = 64, c.layout.sequence_parallel = false;
