@@ -106,6 +106,15 @@ std::optional<double> number_of(const recipe::Value& value, const QuantityRule& 
 
 bool is_exact(const std::string& pattern) { return recipe::is_key_path(pattern); }
 
+/// Key paths as a message shows them: an any-section path as its key, in whichever section
+/// (`--vocab-size (in any argument array or section)`).
+std::string shown_paths(const std::vector<std::string>& paths) {
+    std::vector<std::string> shown;
+    for (const auto& path : paths)
+        shown.push_back(recipe::is_any_section(path) ? path.substr(2) + " (in any argument array or section)" : path);
+    return util::join(shown, " or ");
+}
+
 /// `$MOE_AUX_COEFF`, `${DATA_PATH}/x`: what the readers keep of a value they could not resolve.
 bool built_from_variable(const recipe::Value& value) {
     return value.kind() == recipe::Value::Kind::string && value.to_string().find('$') != std::string::npos;
@@ -283,7 +292,7 @@ std::string Adapter::how_to_give(std::string_view name) const {
     const auto rule = std::find_if(m_quantities.begin(), m_quantities.end(), [&](const auto& q) { return q.name == name; });
     if (rule == m_quantities.end()) return "no key of " + m_name + " gives it";
     std::vector<std::string> ways;
-    if (!rule->paths.empty()) ways.push_back("set " + util::join(rule->paths, " or "));
+    if (!rule->paths.empty()) ways.push_back("set " + shown_paths(rule->paths));
     if (!rule->model_field.empty()) ways.push_back(model_hint());
     if (rule->expr) ways.push_back("it is " + rule->expr->text() + ", so give those");
     return util::join(ways, "; or ");
@@ -368,7 +377,7 @@ std::string Adapter::model_hint() const {
     std::vector<std::string> keys = m_model_keys.names;
     keys.insert(keys.end(), m_model_keys.tokenizers.begin(), m_model_keys.tokenizers.end());
     if (keys.empty()) return "pass --model-config CONFIG.json (no key of " + m_name + " names the model)";
-    return "set " + util::join(keys, " or ") +
+    return "set " + shown_paths(keys) +
            " to a catalogued model (gate/models.yaml) or a local folder with a config.json, or pass --model-config CONFIG.json";
 }
 
