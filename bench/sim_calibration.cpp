@@ -1,5 +1,6 @@
-// Prints the simulator's calibration table against data/calibration/published.csv, or one row
-// at length (layout, memory, step-time breakdown).
+// Prints the simulator's calibration table against data/calibration/published.csv, then the rows of
+// the families data/calibration/recipes.yaml renders as recipes, estimated through their adapters;
+// or one row at length (layout, memory, step-time breakdown).
 // Usage: sim_calibration [PATH_TO_published.csv] [--row LINE]
 #include <attune/sim/calibration.hpp>
 #include <attune/core/error.hpp>
@@ -25,7 +26,11 @@ int main(int argc, char** argv) {
     }
     try {
         const auto summary = attune::sim::run_calibration(path);
-        if (line == 0) return std::fputs(attune::sim::format_calibration(summary).c_str(), stdout), 0;
+        if (line == 0) {
+            std::fputs(attune::sim::format_calibration(summary).c_str(), stdout);
+            const auto through = attune::sim::calibrate_through_recipes(summary, ATTUNE_SOURCE_DIR "/data/calibration/recipes.yaml");
+            return std::fputs(attune::sim::format_recipe_calibration(through).c_str(), stdout), 0;
+        }
         const auto row = std::find_if(summary.rows.begin(), summary.rows.end(), [&](const auto& r) { return r.line == line; });
         if (row == summary.rows.end()) return std::fprintf(stderr, "sim_calibration: no row at line %d of %s\n", line, path.c_str()), 2;
         std::fputs(attune::sim::explain_calibration_row(*row).c_str(), stdout);

@@ -251,6 +251,11 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
                 const auto doc = original.with_edits(edit_list(edits(Point{0})));
                 const sim::Layout read = sim::from_recipe(doc, adapter, cluster).layout;
                 if (get(read, field) == v) kept.push_back(v);
+                // The family's spelling of selective may be per-op checkpointing (torchtitan's 'op'): the
+                // option is what the simulator reads.
+                else if (field == Field::recompute && v == int(sim::Recompute::selective) &&
+                         read.recompute == sim::Recompute::saved_ops)
+                    kept.push_back(int(sim::Recompute::saved_ops));
                 // NeMo's expert tensor parallelism defaults to tp: it moves with tp unless the recipe pins
                 // it.
                 if (field == Field::tp) m_etp_follows_tp = m_etp_follows_tp && read.etp == v;
@@ -417,7 +422,8 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
         const int v = values[i];
         switch (d.field) {
             case Field::recompute: {
-                const auto r = sim::Recompute(v);
+                // Per-op checkpointing is how such a family spells selective.
+                const auto r = sim::Recompute(v) == sim::Recompute::saved_ops ? sim::Recompute::selective : sim::Recompute(v);
                 constexpr const char* k_choice[] = {"none", "selective", "full"};   // sim::Recompute's order
                 const auto& spelt = m_adapter->runtime().recompute;
                 if (const auto found = r <= sim::Recompute::full ? spelt.find(k_choice[int(r)]) : spelt.end(); found != spelt.end())
@@ -516,12 +522,16 @@ std::string ConfigSpace::describe(const Point& point) const {
 sim::OracleResult run_gated_oracle(const ConfigSpace& space, const sim::World& world) {
     sim::LeverSpace levers = sim::lever_space(space.adapter());
     levers.etp_follows_tp = space.etp_follows_tp();
-    // The MoE backend choices are enumerated as the space reads them back from the recipe.
-    for (const auto& d : space.dimensions())
+    // Recompute and the MoE backend choices are enumerated as the space reads them back from the recipe
+    // (torchtitan's selective is per-op checkpointing).
+    for (const auto& d : space.dimensions()) {
+        if (d.field == Field::recompute) levers.recompute.clear();
         for (const int v : d.options) {
+            if (d.field == Field::recompute) levers.recompute.push_back(sim::Recompute(v));
             if (d.field == Field::dispatcher) levers.dispatcher.push_back(sim::Dispatcher(v));
             if (d.field == Field::moe_grouped_gemm) levers.moe_grouped_gemm.push_back(v != 0);
         }
+    }
     const auto& in = space.inputs();
     return sim::run_oracle(world, in.hardware, in.model, in.layout, levers,
                            [&space](const sim::Layout& layout) { return space.admits(layout); });

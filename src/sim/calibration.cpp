@@ -168,10 +168,11 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : catalogued(model_key);
     // The `system` column names the machine measured; a 500 W-capped H100 (Grand Teton) is its own part.
     const bool capped = contains(c.get(r, "system"), "500w") && contains(c.get(r, "gpu"), "h100");
-    const auto hardware = find_hardware(capped ? "h100_500w" : c.get(r, "gpu"));
+    row.framework = c.get(r, "framework"), row.model_key = model_key, row.gpu = capped ? "h100_500w" : util::to_lower(c.get(r, "gpu"));
+    const auto hardware = find_hardware(row.gpu);
     if (!model) return void(row.why_not = "model not in the catalogue");
     if (!hardware) return void(row.why_not = "GPU not in the catalogue");
-    model->seq_len = leading_int(c.get(r, "seq_len"), 0);
+    model->seq_len = row.seq_len = leading_int(c.get(r, "seq_len"), 0);
 
     Layout l;
     l.tp = leading_int(c.get(r, "tp"), 1), l.pp = leading_int(c.get(r, "pp"), 1), l.cp = leading_int(c.get(r, "cp"), 1);
@@ -270,6 +271,8 @@ void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationR
     if (row.published_mem_gib > 0) row.mem_error = e.memory_gib.total / row.published_mem_gib - 1.0;
 }
 
+}  // namespace
+
 Accuracy accuracy_of(std::vector<double> abs_errors) {
     Accuracy a;
     a.rows = abs_errors.size();
@@ -280,8 +283,6 @@ Accuracy accuracy_of(std::vector<double> abs_errors) {
     a.median_abs_error = abs_errors[abs_errors.size() / 2];
     return a;
 }
-
-}  // namespace
 
 CalibrationSummary run_calibration(const std::filesystem::path& published_csv) {
     const auto records = parse_csv(util::read_text_file(published_csv));

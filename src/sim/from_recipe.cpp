@@ -78,6 +78,9 @@ Recompute parse_recompute(std::string_view value) {
 }
 
 Precision precision_of(const recipe::Document& r, const gate::Adapter& a) {
+    // A family whose FP8 switch is no single key (torchtitan's converter list) says it as a quantity of
+    // its keys alone (no cluster field reaches it).
+    if (a.has_quantity("fp8")) return a.quantity(r, "fp8", cluster::default_cluster()).value_or(0) != 0 ? Precision::fp8 : Precision::bf16;
     const std::string fp8 = text(r, a, "fp8");
     return !fp8.empty() && fp8 != "false" && fp8 != "none" ? Precision::fp8 : Precision::bf16;
 }
@@ -110,6 +113,7 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
         l.recompute = Recompute(std::clamp(int(*q), 0, 2));
     else
         l.recompute = parse_recompute(text(r, a, "recompute"));
+    if (l.recompute == Recompute::selective && quantity_or(r, a, c, "per_op_recompute", 0) == 1) l.recompute = Recompute::saved_ops;
     l.offload_activations = flag(r, a, c, "activation_offload", false);
     l.overlap_grad_reduce = flag(r, a, c, "overlap_grad_reduce", true);
     l.overlap_param_gather = flag(r, a, c, "overlap_param_gather", true);
@@ -126,6 +130,7 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     l.precision = precision_of(r, a);
     l.grad_reduce = quantity_or(r, a, c, "grad_reduce_bf16", 0) == 1 ? GradReduce::bf16 : GradReduce::fp32;
     l.fp8_param_gather = l.precision == Precision::fp8 && quantity_or(r, a, c, "fp8_param_gather", 0) == 1;
+    l.fp8_rowwise = l.precision == Precision::fp8 && quantity_or(r, a, c, "fp8_rowwise", 0) == 1;
     if (const auto lr = a.lever_value(r, "learning_rate"); lr && lr->as_number()) in.objective.lr = *lr->as_number();
     if (const auto dropout = a.lever_value(r, "dropout"); dropout && dropout->as_number())
         in.objective.dropout = *dropout->as_number();

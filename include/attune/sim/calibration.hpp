@@ -23,6 +23,10 @@ struct CalibrationRow {
     bool predicted_oom = false;     ///< and the model finds that layout (at cp 1, full recompute) does not fit
     Layout layout;                  ///< what the row was estimated as (after any layout search)
     Estimate estimate;
+    std::string framework;          ///< the `framework` column, as published
+    std::string model_key;          ///< the catalogue entry the row's model is (empty: built from its name)
+    std::string gpu;                ///< the part measured, as data/hardware.yaml names it
+    int seq_len = 0;                ///< tokens per sample
 };
 
 /// Share within ±20 % and median absolute error over a set of rows (misses count as 100 %).
@@ -31,6 +35,9 @@ struct Accuracy {
     double within_20 = 0;
     double median_abs_error = 0;
 };
+
+/// The share within ±20 % and the median of absolute errors.
+Accuracy accuracy_of(std::vector<double> abs_errors);
 
 /// Summary over all rows (tokens/s/GPU), and over the rows that publish a peak memory (GiB per GPU).
 struct CalibrationSummary {
@@ -42,6 +49,21 @@ struct CalibrationSummary {
 
 /// Reads published.csv, builds each row's ModelShape and Layout, estimates it. Throws InputError on a malformed file.
 CalibrationSummary run_calibration(const std::filesystem::path& published_csv);
+
+/// A family's rows rendered as its own recipe (data/calibration/recipes.yaml) and estimated as `attune
+/// sim estimate` reads that recipe, beside the same rows estimated from their layouts.
+struct RecipeCalibration {
+    std::string family;
+    std::vector<std::pair<int, double>> errors;   ///< (line in published.csv, error through the recipe)
+    Accuracy direct, through_recipe;              ///< over the same rows
+    std::vector<std::string> problems;            ///< rows that did not render or read: line and why
+};
+
+/// Renders the modelled rows of every family the templates file names. Throws InputError when the
+/// file is malformed (file:line), or names an adapter the rules lack.
+std::vector<RecipeCalibration> calibrate_through_recipes(const CalibrationSummary& summary,
+                                                         const std::filesystem::path& templates_yaml);
+std::string format_recipe_calibration(const std::vector<RecipeCalibration>& families);
 
 /// The table as text, one row per line, then the summary.
 std::string format_calibration(const CalibrationSummary& summary);

@@ -306,6 +306,25 @@ TEST(SimCalibration, PrintsTheTableAndMeetsTheIssueTarget) {
     EXPECT_EQ(summary.predicted_oom, summary.known_oom);
 }
 
+// What `attune sim estimate` makes of a torchtitan job file is what the calibration measures: every
+// torchtitan row, rendered as a TOML job (data/calibration/recipes.yaml) and read through the adapter,
+// is estimated as its layout is (FP8 converters, row-wise scales, FP8 all-gather, per-op checkpointing).
+TEST(SimCalibration, TorchtitanRowsReadThroughTheirOwnRecipesEstimateAsTheirLayouts) {
+    const auto summary = calibration();
+    const auto families = calibrate_through_recipes(summary, ATTUNE_SOURCE_DIR "/data/calibration/recipes.yaml");
+    std::cout << format_recipe_calibration(families);
+    ASSERT_EQ(families.size(), 1u);
+    const auto& titan = families.front();
+    EXPECT_EQ(titan.family, "torchtitan");
+    EXPECT_TRUE(titan.problems.empty());
+    EXPECT_EQ(titan.errors.size(), 20u);
+    for (const auto& [line, error] : titan.errors) {
+        const auto row = std::find_if(summary.rows.begin(), summary.rows.end(), [&](const auto& r) { return r.line == line; });
+        ASSERT_NE(row, summary.rows.end());
+        EXPECT_NEAR(error, row->error, 1e-9) << "line " << line;
+    }
+}
+
 TEST(SimCalibration, TorchtitanShardsOverDataAndContextParallelRanks) {
     // Line 130: "FSDP 2, CP 4" on 8 GPUs; torchtitan's FSDP2 mesh is dp_shard x cp, so the states shard 8 ways.
     const auto summary = calibration();

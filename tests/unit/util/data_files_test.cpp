@@ -7,6 +7,7 @@
 #include <attune/gate/policy.hpp>
 #include <attune/model/catalogue.hpp>
 #include <attune/policy/search_rules.hpp>
+#include <attune/sim/calibration.hpp>
 #include <attune/sim/model.hpp>
 #include <attune/util/files.hpp>
 
@@ -75,6 +76,9 @@ std::vector<DataFileCase> data_files() {
     }
     cases.push_back({"gate/models.yaml", [](const fs::path& dir) { (void)model::Catalogue::load(dir / "gate/models.yaml"); }});
     cases.push_back({"data/hardware.yaml", [](const fs::path& dir) { (void)sim::load_hardware(dir / "data/hardware.yaml"); }});
+    cases.push_back({"data/calibration/recipes.yaml", [](const fs::path& dir) {
+                         (void)sim::calibrate_through_recipes({}, dir / "data/calibration/recipes.yaml");
+                     }});
     cases.push_back({"gate/invariants.yaml", [](const fs::path& dir) { (void)gate::Rules::load(dir); }});
     cases.push_back({"gate/policy.default.yaml", [](const fs::path& dir) { (void)gate::load_policy(dir, std::nullopt); }});
     cases.push_back({"skills/rules/search.yaml", [](const fs::path& dir) { (void)policy::SearchRules::load(dir / "skills/rules/search.yaml"); }});
@@ -88,7 +92,7 @@ protected:
         m_dir = fs::temp_directory_path() / fmt::format("attune-data-files-{}", ::getpid());
         fs::remove_all(m_dir);
         fs::create_directories(m_dir / "skills" / "rules");
-        fs::create_directories(m_dir / "data");
+        fs::create_directories(m_dir / "data" / "calibration");
         fs::copy(k_source / "gate", m_dir / "gate", fs::copy_options::recursive);
     }
     void TearDown() override { fs::remove_all(m_dir); }
