@@ -58,6 +58,12 @@ TEST(GateCorpusSize, HoldsAtLeastEightyCasesAcrossTheFamilies) {
         EXPECT_TRUE(std::any_of(cases.begin(), cases.end(),
                                 [&](const fs::path& c) { return c.filename().string().rfind(family, 0) == 0; }))
             << family;
+    // The pretraining stacks' traps, at least 25 cases each (the issue that added them).
+    for (const std::string family : {"megatron-lm-", "torchtitan-"})
+        EXPECT_GE(std::count_if(cases.begin(), cases.end(),
+                                [&](const fs::path& c) { return c.filename().string().rfind(family, 0) == 0; }),
+                  25)
+            << family;
 }
 
 TEST_P(GateCorpus, GivesTheExpectedVerdictAndRefusedKeys) {
