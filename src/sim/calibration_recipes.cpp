@@ -27,7 +27,8 @@ struct Template {
 const std::map<std::string, std::vector<std::string>>& spellable() {
     static const std::map<std::string, std::vector<std::string>> values{
         {"recompute", {"none", "selective", "full", "saved_ops"}}, {"fp8", {"true", "false"}},
-        {"fp8_rowwise", {"true", "false"}}, {"fp8_param_gather", {"true", "false"}}, {"tp_comm_overlap", {"true", "false"}}};
+        {"fp8_rowwise", {"true", "false"}}, {"fp8_param_gather", {"true", "false"}}, {"tp_comm_overlap", {"true", "false"}},
+        {"cuda_graphs", {"true", "false"}}, {"dispatcher", {"alltoall", "allgather", "flex"}}};
     return values;
 }
 
@@ -86,21 +87,33 @@ std::map<std::string, std::string> placeholders(const CalibrationRow& row) {
             {"dp_shard", std::to_string(dp_shard)}, {"dp_replicate", std::to_string(std::max(1, dp / std::max(1, dp_shard)))},
             {"recompute", recompute_name(l.recompute)}, {"fp8", flag(l.precision == Precision::fp8)},
             {"fp8_rowwise", flag(l.fp8_rowwise)}, {"fp8_param_gather", flag(l.fp8_param_gather)},
-            {"tp_comm_overlap", flag(l.tp_comm_overlap)}};
+            {"tp_comm_overlap", flag(l.tp_comm_overlap)}, {"vpp", std::to_string(l.vpp)}, {"etp", std::to_string(l.etp)},
+            // Full recompute of every layer, or of the first N layers of each stage (Megatron's block method).
+            {"recompute_method", l.recompute_layers > 0 ? "block" : "uniform"},
+            {"recompute_num_layers", std::to_string(l.recompute_layers > 0 ? l.recompute_layers : 1)},
+            {"sequence_parallel", flag(l.sequence_parallel)},
+            {"distributed_optimizer", flag(l.sharding == Sharding::distributed_optimizer)},
+            {"overlap_grad_reduce", flag(l.overlap_grad_reduce)}, {"overlap_param_gather", flag(l.overlap_param_gather)},
+            {"grad_reduce_bf16", flag(l.grad_reduce == GradReduce::bf16)}, {"cuda_graphs", flag(l.cuda_graphs)},
+            {"moe_grouped_gemm", flag(l.moe_grouped_gemm)}, {"flash_attention", flag(l.flash_attention)},
+            {"dispatcher", l.dispatcher == Dispatcher::flex ? "flex" : l.dispatcher == Dispatcher::allgather ? "allgather" : "alltoall"}};
 }
 
+void replace_all(std::string& text, const std::string& name, const std::string& written) {
+    for (auto at = text.find("{" + name + "}"); at != std::string::npos; at = text.find("{" + name + "}", at + written.size()))
+        text.replace(at, name.size() + 2, written);
+}
+
+/// The template with its spelled placeholders first (a spelling may hold plain ones), then the plain ones.
 std::string render(const Template& t, const std::map<std::string, std::string>& values) {
     std::string text = t.text;
-    for (const auto& [name, value] : values) {
-        std::string written = value;
-        if (const auto spelt = t.spell.find(name); spelt != t.spell.end()) {
-            const auto found = spelt->second.find(value);
-            if (found == spelt->second.end()) throw InputError("the template spells no '" + value + "' for {" + name + "}");
-            written = found->second;
-        }
-        for (auto at = text.find("{" + name + "}"); at != std::string::npos; at = text.find("{" + name + "}", at + written.size()))
-            text.replace(at, name.size() + 2, written);
+    for (const auto& [name, spellings] : t.spell) {
+        const auto& value = values.at(name);
+        const auto found = spellings.find(value);
+        if (found == spellings.end()) throw InputError("the template spells no '" + value + "' for {" + name + "}");
+        replace_all(text, name, found->second);
     }
+    for (const auto& [name, value] : values) replace_all(text, name, value);
     return text;
 }
 

@@ -114,6 +114,7 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     else
         l.recompute = parse_recompute(text(r, a, "recompute"));
     if (l.recompute == Recompute::selective && quantity_or(r, a, c, "per_op_recompute", 0) == 1) l.recompute = Recompute::saved_ops;
+    if (l.recompute == Recompute::full) l.recompute_layers = quantity_or(r, a, c, "recompute_layers", 0);
     l.offload_activations = flag(r, a, c, "activation_offload", false);
     l.overlap_grad_reduce = flag(r, a, c, "overlap_grad_reduce", true);
     l.overlap_param_gather = flag(r, a, c, "overlap_param_gather", true);
