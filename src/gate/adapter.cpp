@@ -299,13 +299,18 @@ std::string Adapter::how_to_give(std::string_view name) const {
 }
 
 bool Adapter::unresolved(const recipe::Document& recipe, std::string_view name) const {
+    return unresolved_at_depth(recipe, name, 0);
+}
+
+bool Adapter::unresolved_at_depth(const recipe::Document& recipe, std::string_view name, int depth) const {
     const auto rule = std::find_if(m_quantities.begin(), m_quantities.end(), [&](const auto& q) { return q.name == name; });
-    if (rule == m_quantities.end()) return false;
+    if (rule == m_quantities.end() || depth > k_max_quantity_depth) return false;
     for (const auto& path : rule->paths)
         if (const auto* value = recipe.find(path); value != nullptr && !value->is_null()) return built_from_variable(*value);
-    if (!rule->expr || name == "world") return false;
+    if (!rule->expr) return false;
     const auto names = rule->expr->names();
-    return std::any_of(names.begin(), names.end(), [&](const std::string& other) { return other != name && unresolved(recipe, other); });
+    return std::any_of(names.begin(), names.end(),
+                       [&](const std::string& other) { return unresolved_at_depth(recipe, other, depth + 1); });
 }
 
 bool Adapter::has_quantity(std::string_view name) const {
