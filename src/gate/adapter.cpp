@@ -282,15 +282,19 @@ const KeyRule* Adapter::classify(std::string_view path) const {
     return nullptr;
 }
 
+const QuantityRule* Adapter::quantity_rule(std::string_view name) const {
+    const auto rule = std::find_if(m_quantities.begin(), m_quantities.end(), [&](const auto& q) { return q.name == name; });
+    return rule == m_quantities.end() ? nullptr : &*rule;
+}
+
 std::vector<std::string> Adapter::quantity_paths(std::string_view name) const {
-    for (const auto& rule : m_quantities)
-        if (rule.name == name) return rule.paths;
-    return {};
+    const auto* rule = quantity_rule(name);
+    return rule == nullptr ? std::vector<std::string>{} : rule->paths;
 }
 
 std::string Adapter::how_to_give(std::string_view name) const {
-    const auto rule = std::find_if(m_quantities.begin(), m_quantities.end(), [&](const auto& q) { return q.name == name; });
-    if (rule == m_quantities.end()) return "no key of " + m_name + " gives it";
+    const auto* rule = quantity_rule(name);
+    if (rule == nullptr) return "no key of " + m_name + " gives it";
     std::vector<std::string> ways;
     if (!rule->paths.empty()) ways.push_back("set " + shown_paths(rule->paths));
     if (!rule->model_field.empty()) ways.push_back(model_hint());
@@ -303,8 +307,8 @@ bool Adapter::unresolved(const recipe::Document& recipe, std::string_view name) 
 }
 
 bool Adapter::unresolved_at_depth(const recipe::Document& recipe, std::string_view name, int depth) const {
-    const auto rule = std::find_if(m_quantities.begin(), m_quantities.end(), [&](const auto& q) { return q.name == name; });
-    if (rule == m_quantities.end() || depth > k_max_quantity_depth) return false;
+    const auto* rule = quantity_rule(name);
+    if (rule == nullptr || depth > k_max_quantity_depth) return false;
     for (const auto& path : rule->paths)
         if (const auto* value = recipe.find(path); value != nullptr && !value->is_null()) return built_from_variable(*value);
     if (!rule->expr) return false;
@@ -314,7 +318,7 @@ bool Adapter::unresolved_at_depth(const recipe::Document& recipe, std::string_vi
 }
 
 bool Adapter::has_quantity(std::string_view name) const {
-    return std::any_of(m_quantities.begin(), m_quantities.end(), [&](const auto& rule) { return rule.name == name; });
+    return quantity_rule(name) != nullptr;
 }
 
 std::optional<double> Adapter::quantity(const recipe::Document& recipe, std::string_view name,
@@ -324,8 +328,8 @@ std::optional<double> Adapter::quantity(const recipe::Document& recipe, std::str
 
 std::optional<double> Adapter::quantity_at_depth(const recipe::Document& recipe, std::string_view name,
                                                  const cluster::Cluster& cluster, int depth) const {
-    const auto rule = std::find_if(m_quantities.begin(), m_quantities.end(), [&](const auto& q) { return q.name == name; });
-    if (rule == m_quantities.end() || depth > k_max_quantity_depth) return std::nullopt;
+    const auto* rule = quantity_rule(name);
+    if (rule == nullptr || depth > k_max_quantity_depth) return std::nullopt;
     for (const auto& path : rule->paths) {
         const auto* value = recipe.find(path);
         if (value == nullptr) continue;

@@ -142,6 +142,8 @@ private:
     std::optional<double> model_field(const recipe::Document& recipe, const std::string& field) const;
     std::optional<model::Identity> identity_by(const recipe::Document& recipe, const std::vector<std::string>& keys,
                                                bool models_only) const;
+    /// The rule of the quantity of that name, or nullptr.
+    const QuantityRule* quantity_rule(std::string_view name) const;
     bool unresolved_at_depth(const recipe::Document& recipe, std::string_view name, int depth) const;
     std::optional<double> quantity_at_depth(const recipe::Document& recipe, std::string_view name,
                                             const cluster::Cluster& cluster, int depth) const;
