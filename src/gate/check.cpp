@@ -17,6 +17,7 @@ std::string origin_note(const recipe::Leaf* leaf) {
     if (leaf == nullptr) return {};
     if (leaf->origin == recipe::Origin::interpolation) return " (written as " + leaf->written + ")";
     if (leaf->origin == recipe::Origin::alias) return " (through a YAML alias or merge key, line " + std::to_string(leaf->mark.line) + ")";
+    if (leaf->origin == recipe::Origin::base) return " (from the base config the command at line " + std::to_string(leaf->mark.line) + " names)";
     return {};
 }
 

@@ -47,6 +47,8 @@ Document::Document(std::string text, std::string origin, std::vector<std::string
     m_tree = std::move(tree);
 }
 
+const std::optional<BaseConfig>& Document::base_config() const { return m_tree->base; }
+
 Document::~Document() = default;
 Document::Document(const Document&) = default;
 Document& Document::operator=(const Document&) = default;

@@ -69,14 +69,15 @@ public:
     /// The bytes an edit of an existing key rewrites, or nullopt when the edit adds keys.
     std::optional<Splice> replacement(const Edit& edit) const {
         const auto [chain, missing] = walk(edit);
-        if (!missing.empty()) return std::nullopt;
-        if (edit.create) fail(edit, "the key exists already; expected key=value instead of +key=value");
+        if (edit.create && missing.empty()) fail(edit, "the key exists already; expected key=value instead of +key=value");
+        if (!missing.empty() || chain.back()->from_base) return std::nullopt;
         return replace_value(edit, *chain.back(), chain.size() >= 2 ? chain[chain.size() - 2] : nullptr);
     }
 
     std::string apply(const Edit& edit) const {
         if (const auto splice = replacement(edit)) return spliced(m_text, {*splice});
         const auto [chain, missing] = walk(edit);
+        if (missing.empty()) return insert_override(edit, *chain.back(), true);  // a key of the base config
         return insert_keys(edit, *chain.back(), missing);
     }
 
@@ -124,7 +125,7 @@ private:
         if (node.kind == Node::Kind::mapping || node.kind == Node::Kind::sequence)
             fail(edit, "it is a " + std::string(node.kind == Node::Kind::mapping ? "mapping" : "list") +
                            "; expected a key with a single value");
-        const std::string written = render(edit, edit.value);
+        const std::string written = node.hydra_override ? override_value(edit, edit.value) : render(edit, edit.value);
         if (node.spanned) return {node.begin, node.end, written};
         if (node.kind == Node::Kind::null && parent != nullptr && parent->kind == Node::Kind::mapping && !parent->flow) {
             const auto [start, end] = value_region_after_key(edit, node);
@@ -177,7 +178,8 @@ private:
                 fail(edit, "the key '" + key + "' holds a '.', so its path cannot be told from a new key's; edit it by hand");
         if (m_format == Format::json) return insert_json(edit, parent, missing);
         if (m_format == Format::toml) return insert_toml(edit, parent, missing);
-        if (m_format == Format::shell) return insert_flag(edit, parent, missing);
+        if (m_format == Format::shell)
+            return takes_override(parent, missing.front()) ? insert_override(edit, parent, false) : insert_flag(edit, parent, missing);
         if (parent.from_alias) fail(edit, "its parent comes from a YAML alias; edit the anchored mapping instead");
         if (parent.kind == Node::Kind::mapping && parent.flow)
             fail(edit, "its parent is a flow mapping ({...}); expected a block mapping to add a key to");
@@ -263,12 +265,46 @@ private:
     std::string shell_word(const Edit& edit, const Value& value) const {
         if (value.kind() == Value::Kind::boolean || value.is_null())
             fail(edit, "a launch script turns a flag on or off by writing it or not; add or remove the flag by hand");
-        const std::string word = value.to_string();
+        return safe_word(edit, value.to_string());
+    }
+
+    /// A value as an override's right-hand side, which OmegaConf types as YAML does (`true`, `null`).
+    std::string override_value(const Edit& edit, const Value& value) const {
+        if (value.is_null()) return "null";
+        if (value.kind() == Value::Kind::boolean) return *value.as_bool() ? "true" : "false";
+        return safe_word(edit, value.to_string());
+    }
+
+    std::string safe_word(const Edit& edit, const std::string& word) const {
         const bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
             return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("._/:=,+-@%").find(c) != std::string_view::npos;
         });
         if (!safe) fail(edit, "'" + word + "' would need shell quoting; write it by hand");
         return word;
+    }
+
+    /// Whether a key missing below `parent` is written as a `key=value` override: the script has a
+    /// command that takes them, and the key belongs to the composed config, not to an argument array.
+    bool takes_override(const Node& parent, const std::string& first_missing) const {
+        if (m_root.overrides_end == 0) return false;
+        return parent.from_base || parent.hydra_override || (&parent == &m_root && !first_missing.starts_with("-"));
+    }
+
+    /// `key=value` added after the command's last override (or its base config): on a line of its
+    /// own when the last one is, else on the same line. A key the base config lacks takes Hydra's `+`.
+    std::string insert_override(const Edit& edit, const Node& node, bool in_base) const {
+        if (in_base && node.kind != Node::Kind::scalar && node.kind != Node::Kind::null)
+            fail(edit, "it is a " + std::string(node.kind == Node::Kind::mapping ? "mapping" : "list") +
+                           " of the base config; expected a key with a single value");
+        const bool has_base = std::any_of(m_root.children.begin(), m_root.children.end(), [](const Node& n) { return n.from_base; });
+        const std::string word = (edit.create || (has_base && !in_base) ? "+" : "") + edit.path + "=" + override_value(edit, edit.value);
+        const std::size_t at = m_root.overrides_end;
+        const std::size_t blank = m_text.find_last_of(" \t\n", at - 1);
+        const std::size_t start = blank == std::string::npos ? 0 : blank + 1;
+        const std::size_t line = line_start(start);
+        const std::string before = m_text.substr(line, start - line);
+        if (!util::trim(before).empty()) return spliced(m_text, {{at, at, " " + word}});
+        return spliced(m_text, {{at, at, " \\\n" + before + word}});
     }
 
     /// `--flag value` added to its argument array, on a line of its own before the array's `)`.

@@ -43,7 +43,7 @@ void collect_leaves(const Node& node, const std::string& path, std::vector<Leaf>
     leaf.path = path;
     leaf.value = typed_value(node);
     leaf.written = node.kind == Node::Kind::scalar ? node.text : leaf.value.to_string();
-    leaf.origin = node.from_alias ? Origin::alias : Origin::written;
+    leaf.origin = node.from_alias ? Origin::alias : node.from_base ? Origin::base : Origin::written;
     leaf.mark = node.mark;
     leaves.push_back(std::move(leaf));
 }

@@ -2,13 +2,17 @@
 // (`MODEL_ARGS=( --num-layers $NUM_LAYERS ... )`), read into a tree whose keys are the arrays and
 // their flags (`MODEL_ARGS.--num-layers`), so that the gate, the simulator and edits treat them as
 // any recipe. Variables resolve where the script assigns them literally; an `if` is followed where
-// its test compares literal values; what cannot be followed is refused with its line.
+// its test compares literal values; what cannot be followed is refused with its line. A command that
+// runs Python reads its `key=value` words as Hydra/OmegaConf overrides (`model.tensor_model_parallel_size=2`),
+// over the base config it names (`--config-path/--config-name`, `--config_file`, MaxText's `base.yml`).
 #include <attune/core/error.hpp>
+#include <attune/util/files.hpp>
 #include <attune/util/strings.hpp>
 
 #include "tree.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -116,6 +120,55 @@ struct Expanded {
 };
 
 bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+/// Where a Hydra override's key ends (at its `=`): `a.b_c=1`, `+a=1`, `++a.b=1`, `~a=1`; npos for
+/// any other word. A key is dotted names, as OmegaConf writes a path.
+std::size_t override_equals(std::string_view raw) {
+    std::size_t i = raw.starts_with("++") ? 2 : raw.starts_with("+") || raw.starts_with("~") ? 1 : 0;
+    for (bool segment_start = true; i < raw.size(); ++i) {
+        const char c = raw[i];
+        if (c == '=') return segment_start ? std::string_view::npos : i;
+        if (c == '.' && !segment_start) segment_start = true;
+        else if ((std::isalpha(static_cast<unsigned char>(c)) || c == '_') || (!segment_start && (std::isdigit(static_cast<unsigned char>(c)) || c == '-')))
+            segment_start = false;
+        else return std::string_view::npos;
+    }
+    return std::string_view::npos;
+}
+
+Node mapping_node() {
+    Node node;
+    node.kind = Node::Kind::mapping;
+    return node;
+}
+
+bool yaml_file_name(std::string_view name) { return name.ends_with(".yaml") || name.ends_with(".yml"); }
+
+/// Every node below a base config: not written in the script, so an edit writes an override; its
+/// position is the line of the command that names the base.
+void mark_base(Node& node, int line) {
+    node.from_base = true;
+    node.mark = node.key_mark = {line, 0};
+    node.last_line = line;
+    for (auto& child : node.children) mark_base(child, line);
+}
+
+/// The overrides laid over the base: a mapping merges key by key; anything else replaces what the base has.
+void merge(Node& into, Node&& from) {
+    for (std::size_t i = 0; i < from.keys.size(); ++i) {
+        const auto found = std::find(into.keys.begin(), into.keys.end(), from.keys[i]);
+        if (found == into.keys.end()) {
+            into.keys.push_back(from.keys[i]);
+            into.children.push_back(std::move(from.children[i]));
+            continue;
+        }
+        Node& existing = into.children[static_cast<std::size_t>(found - into.keys.begin())];
+        if (existing.kind == Node::Kind::mapping && from.children[i].kind == Node::Kind::mapping)
+            merge(existing, std::move(from.children[i]));
+        else
+            existing = std::move(from.children[i]);
+    }
+}
 
 /// One value word of a flag, at its place in the text.
 struct Piece {
@@ -253,7 +306,8 @@ private:
                                 std::all_of(word.raw.begin(), word.raw.begin() + std::ptrdiff_t(equals), [](char c) {
                                     return name_char(c) || c == '+';
                                 });
-        if (!assignment) {  // a command (mkdir, echo, torchrun ...): not part of the recipe
+        if (!assignment) {  // a command: only a Python program's overrides and base config are part of the recipe
+            command(at, frames);
             skip_statement();
             return;
         }
@@ -270,6 +324,127 @@ private:
         if (active(frames)) assign(name, word, equals, exported);
         m_at = at + 1;
         skip_statement();
+    }
+
+    /// A command that runs a Python program (`python x.py`, `torchrun ... x.py`, `python -m pkg.mod`,
+    /// `tune run RECIPE`): its `key=value` words are overrides, and a config file it names is their base.
+    void command(std::size_t first, const std::vector<Frame>& frames) {
+        std::size_t end = first;
+        while (end < m_tokens.size() && !m_tokens[end].separator()) ++end;
+        std::size_t program = end;
+        for (std::size_t i = first; i < end && program == end; ++i) {
+            const std::string& previous = i > first ? m_tokens[i - 1].raw : std::string();
+            if (expand(m_tokens[i].raw).text.ends_with(".py") || previous == "-m" || (previous == "run" && m_tokens[first].raw == "tune"))
+                program = i;
+        }
+        if (program == end) return;
+        if (active(frames)) base_arguments(program, end);
+        for (std::size_t i = program + 1; i < end; ++i) {
+            const Token& word = m_tokens[i];
+            const auto equals = override_equals(word.raw);
+            if (equals == std::string::npos) continue;
+            if (unknown(frames))
+                throw InputError(m_origin + ":" + std::to_string(word.line) + ": the override '" + word.raw +
+                                 "' is inside an 'if' whose test attune cannot evaluate; expected tests of literal values");
+            if (active(frames)) add_override(word, equals);
+        }
+    }
+
+    /// A base config named by `--config_file F`, `--config-file F`, `--config F` (`=F` too), Hydra's
+    /// `--config-path D --config-name N` (in either order), or a YAML file right after the program
+    /// (MaxText's base.yml). Returns the config's name and the token that ends it, if this word names one.
+    struct Named {
+        std::string file;
+        const Token* last = nullptr;
+    };
+    std::optional<Named> config_argument(std::size_t at, std::size_t program, std::string_view flag) const {
+        const Token& word = m_tokens[at];
+        if (flag.empty()) {
+            const std::string text = expand(word.raw).text;
+            if (at == program + 1 && yaml_file_name(text)) return Named{text, &word};
+            return std::nullopt;
+        }
+        if (word.raw.starts_with(std::string(flag) + "=")) return Named{expand(word.raw.substr(flag.size() + 1)).text, &word};
+        if (word.raw == flag && at + 1 < m_tokens.size() && !m_tokens[at + 1].separator())
+            return Named{expand(m_tokens[at + 1].raw).text, &m_tokens[at + 1]};
+        return std::nullopt;
+    }
+
+    void base_arguments(std::size_t program, std::size_t end) {
+        std::optional<Named> base, dir, name;
+        for (std::size_t i = program + 1; i < end; ++i) {
+            for (const char* flag : {"--config_file", "--config-file", "--config"})
+                if (auto file = config_argument(i, program, flag); file && yaml_file_name(file->file)) base = file;
+            if (auto file = config_argument(i, program, ""); file && !base) base = file;
+            if (auto found = config_argument(i, program, "--config-path")) dir = found;
+            if (auto found = config_argument(i, program, "--config-name")) name = found;
+        }
+        if (name) {
+            const std::string file = yaml_file_name(name->file) ? name->file : name->file + ".yaml";
+            base = Named{(std::filesystem::path(dir ? dir->file : std::string()) / file).string(),
+                         dir && dir->last->end > name->last->end ? dir->last : name->last};
+        }
+        if (!base) return;
+        if (m_base)
+            throw InputError(m_origin + ":" + std::to_string(base->last->line) + ": a second base config (" + base->file + ") after " +
+                             m_base->first + " at line " + std::to_string(m_base->second) + "; expected one command with overrides");
+        m_base = {base->file, base->last->line};
+        m_overrides_end = std::max(m_overrides_end, base->last->end);
+    }
+
+    /// `a.b=value` as the mapping `a` holding `b`, with the value's bytes for an edit.
+    void add_override(const Token& word, std::size_t equals) {
+        if (word.raw.starts_with("~"))
+            throw InputError(m_origin + ":" + std::to_string(word.line) + ": '" + word.raw +
+                             "' deletes a key, which attune does not read; expected key=value, +key=value or ++key=value");
+        std::string key = word.raw.substr(0, equals);
+        key.erase(0, key.find_first_not_of('+'));  // `+key` adds a key the base lacks, `++key` adds or sets it
+        Node node = scalar({word.raw.substr(equals + 1), word.begin + equals + 1, word.end, word.line, false}, word.line);
+        node.hydra_override = true;
+        node.key_mark = node.mark;
+        Node* parent = &m_overrides;
+        std::string path;
+        std::size_t start = 0;
+        for (auto dot = key.find('.'); dot != std::string::npos; start = dot + 1, dot = key.find('.', start)) {
+            const std::string name = key.substr(start, dot - start);
+            const auto found = std::find(parent->keys.begin(), parent->keys.end(), name);
+            if (found == parent->keys.end() || parent->children[static_cast<std::size_t>(found - parent->keys.begin())].kind != Node::Kind::mapping) {
+                Node mapping = mapping_node();
+                mapping.hydra_override = true;
+                mapping.mark = mapping.key_mark = node.mark;
+                add(*parent, path, name, std::move(mapping), word.line);
+            }
+            parent = &parent->children[static_cast<std::size_t>(
+                std::find(parent->keys.begin(), parent->keys.end(), name) - parent->keys.begin())];
+            path = child_path(path, name);
+        }
+        add(*parent, path, key.substr(start), std::move(node), word.line);
+        m_overrides_end = std::max(m_overrides_end, word.end);
+    }
+
+    /// The base config's keys under the overrides, as Hydra composes them. A relative base is found
+    /// beside the script, else in the working directory (where the command would run).
+    void compose() {
+        if (m_base) {
+            const std::filesystem::path named(m_base->first);
+            std::filesystem::path file = named;
+            if (named.is_relative()) {
+                const auto beside = std::filesystem::path(m_origin).parent_path() / named;
+                if (std::filesystem::exists(beside)) file = beside;
+            }
+            if (!std::filesystem::is_regular_file(file))
+                throw InputError(m_origin + ":" + std::to_string(m_base->second) + ": the base config " + m_base->first +
+                                 " is not found beside the script or in the working directory; attune reads the overrides over it");
+            Tree base = read_yaml(util::read_text_file(file, 16u << 20), file.string());
+            if (base.root.kind != Node::Kind::mapping)
+                throw InputError(file.string() + ": expected a mapping of keys as the base config of " + m_origin);
+            mark_base(base.root, m_base->second);
+            m_tree.base = BaseConfig{m_base->first, file};
+            for (auto& duplicate : base.duplicates) m_tree.duplicates.push_back(std::move(duplicate));
+            merge(m_tree.root, std::move(base.root));
+        }
+        merge(m_tree.root, std::move(m_overrides));
+        m_tree.root.overrides_end = m_overrides_end;
     }
 
     void skip_statement() {
@@ -457,7 +632,6 @@ private:
     /// After reading: a variable that several flags read cannot be edited through one of them, and
     /// a flag that two arrays give is a duplicate (argparse keeps the last one silently).
     void finish() {
-        refuse_shared(m_tree.root);
         std::map<std::string, std::pair<std::string, int>> seen;  // flag -> (path, line)
         for (std::size_t a = 0; a < m_tree.root.keys.size(); ++a) {
             const Node& array = m_tree.root.children[a];
@@ -468,6 +642,8 @@ private:
                 if (!first) m_tree.duplicates.push_back({path, at->second.second, array.children[f].mark.line});
             }
         }
+        compose();
+        refuse_shared(m_tree.root);
     }
 
     void refuse_shared(Node& node) {
@@ -529,6 +705,9 @@ private:
     std::size_t m_at = 0;
     Tree m_tree;
     std::map<std::string, Variable> m_variables;
+    Node m_overrides = mapping_node();
+    std::size_t m_overrides_end = 0;
+    std::optional<std::pair<std::string, int>> m_base;  ///< the base config as named, and its line
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <attune/recipe/document.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,13 @@ struct Node {
     Mark key_mark;           ///< for a mapping value: where its key starts
     bool flow = false;       ///< a container written in flow style (`[a, b]`, `{a: 1}`)
     bool from_alias = false; ///< copied from an anchor or merged in: not written at this place
+    /// From the base config a launch command names: an edit writes a `key=value` override instead.
+    bool from_base = false;
+    /// A launch command's Hydra/OmegaConf `key=value` override (or a mapping its dotted key implies).
+    bool hydra_override = false;
+    /// On a launch script's root: where a new `key=value` override goes (after the last one); 0 when
+    /// the script has no command that takes overrides.
+    std::size_t overrides_end = 0;
     int last_line = 0;       ///< the last line the node's text reaches
     /// Where the written value lies in the text, when the reader knows (TOML): bytes [begin, end).
     std::size_t begin = 0, end = 0;
@@ -37,6 +45,7 @@ struct Node {
 struct Tree {
     Node root;
     std::vector<Duplicate> duplicates;
+    std::optional<BaseConfig> base;
 };
 
 /// Parses YAML text into a tree with positions; resolves anchors, aliases and merge keys;

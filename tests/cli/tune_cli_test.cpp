@@ -134,6 +134,35 @@ TEST(TuneLaunchScript, TheBestRecipeIsTheSameScriptEditedAndBashStillReadsIt) {
     EXPECT_EQ(std::system(syntax_check.c_str()), 0) << edited.str();
 }
 
+TEST(TuneOverrides, TheBestRecipeIsTheSameCommandWithMoreOverridesAndItsCampaignReplaysAnywhere) {
+    // NeMo's training script launched with Hydra overrides over the launcher's config it names.
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = fixture("overrides/pretrain.sh");
+    const json result = tune_json({recipe, "--budget", "40gpuh"}, campaign);
+    EXPECT_GE(result["speedup"].get<double>(), 1.2) << "the draft overrides leave much to gain";
+    std::ifstream original_file(recipe), best_file(campaign / "best.sh");
+    std::stringstream original_text, edited_text;
+    original_text << original_file.rdbuf();
+    edited_text << best_file.rdbuf();
+    const std::string original = original_text.str(), edited = edited_text.str();
+    // The base config is never edited: a key only it holds is set by a new override after the last
+    // one, on a line of its own like it; the rest of the command stays as written.
+    for (const std::string kept : {"# Llama 3 8B pretraining on 8 x 8 H100", "--config-path=conf --config-name=llama3_8b \\\n",
+                                   "    trainer.num_nodes=8 \\\n    trainer.devices=8 \\\n"})
+        EXPECT_NE(edited.find(kept), std::string::npos) << kept << "\n" << edited;
+    EXPECT_GT(std::count(edited.begin(), edited.end(), '\n'), std::count(original.begin(), original.end(), '\n')) << edited;
+    const std::string syntax_check = "bash -n '" + (campaign / "best.sh").string() + "'";
+    EXPECT_EQ(std::system(syntax_check.c_str()), 0) << edited;
+    // The campaign keeps its copy of the base beside its copy of the recipe: replay needs nothing else.
+    EXPECT_TRUE(fs::exists(campaign / "recipes/conf/llama3_8b.yaml"));
+    const auto moved = dir.path() / "moved";
+    fs::rename(campaign, moved);
+    const auto replayed = run_attune({"replay", moved.string(), "--json"}, dir.path());
+    EXPECT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
+    EXPECT_TRUE(json::parse(replayed.out)["agrees"].get<bool>()) << replayed.out;
+}
+
 TEST(TunePlans, CrossesAValleyOfSlowerLayoutsWhenEachStepMeasuresAsPredicted) {
     // DeepSeek-V3's H100 layout on 256 B200 (ep 64 x pp 4): the fast layouts (ep 8 x pp 16) are reached
     // only through slower ones (pp 8 measures -2.7%, pp 16 -0.5%), each kept because it frees the memory the

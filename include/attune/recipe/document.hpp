@@ -22,6 +22,7 @@ enum class Origin {
     written,        ///< the scalar written at this key
     alias,          ///< copied from a YAML anchor (`*name`) or a merge key (`<<:`)
     interpolation,  ///< an OmegaConf `${...}` resolved to another key's value or an environment variable
+    base,           ///< from the base config a launch command's overrides apply to (not written in the script)
 };
 
 /// One leaf of the flattened recipe: `model.optim.lr`, `model.optim.betas[0]`, `ci.env_vars.NCCL_DEBUG`.
@@ -51,6 +52,12 @@ struct Edit {
 /// as YAML types a plain scalar. Throws InputError naming `origin` on a malformed override.
 Edit parse_override(std::string_view text, std::string_view origin);
 
+/// The config file a launch command's overrides apply to, as the command names it and where it was found.
+struct BaseConfig {
+    std::string named;
+    std::filesystem::path file;
+};
+
 class Tree;
 
 /// A path any top-level section may hold, `*.--num-layers`: a Megatron-LM flag in whichever
@@ -61,7 +68,8 @@ bool is_key_path(std::string_view pattern);
 
 /// How a recipe file is written. The format follows the file's extension: `.json` (DeepSpeed
 /// configs), `.toml` (torchtitan job files), `.sh` (launch scripts with argument arrays, as
-/// Megatron-LM's examples), anything else YAML.
+/// Megatron-LM's examples, and commands with Hydra/OmegaConf `key=value` overrides over a base
+/// config they name), anything else YAML.
 enum class Format { yaml, json, toml, shell };
 Format format_of(const std::filesystem::path& path);
 /// The extension a copy of a recipe in that format is written with (`.yaml`, `.json`, `.toml`).
@@ -96,6 +104,8 @@ public:
     [[nodiscard]] const std::vector<Leaf>& leaves() const { return m_leaves; }
     [[nodiscard]] const std::vector<Duplicate>& duplicates() const { return m_duplicates; }
     [[nodiscard]] const std::vector<std::string>& env_sections() const { return m_env_sections; }
+    /// The base config the recipe's overrides apply to (launch scripts only); read, never edited.
+    [[nodiscard]] const std::optional<BaseConfig>& base_config() const;
 
     /// The path an edit of `path` writes: itself, or for an any-section path the section that holds
     /// it, else the section holding the most keys (where the recipe's arguments are).

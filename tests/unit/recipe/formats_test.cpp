@@ -1,4 +1,5 @@
-// Recipes in every format attune reads (YAML, JSON, TOML): the same key paths and typed values,
+// Recipes in every format attune reads (YAML, JSON, TOML, launch scripts and their key=value
+// overrides): the same key paths and typed values,
 // and edits that rewrite only the bytes of the value they change.
 #include "support/run.hpp"
 
@@ -203,6 +204,111 @@ TEST(RecipeFormats, ALaunchScriptSaysWhatItCannotFollowAndAFlagGivenTwice) {
     EXPECT_EQ(across.duplicates().front().path, "B.--lr");
     EXPECT_EQ(across.duplicates().front().first_line, 2);
     EXPECT_EQ(across.duplicates().front().second_line, 5);
+}
+
+TEST(RecipeFormats, ACommandsOverridesAreReadOverTheBaseConfigItNames) {
+    const test_support::TempDir dir;
+    const std::string base =
+              "trainer:\n  devices: 8\n  num_nodes: 1\nmodel:\n  micro_batch_size: 4\n  global_batch_size: 256\n"
+              "  tensor_model_parallel_size: 1\n  mcore_gpt: true\n  optim:\n    lr: 1e-4\n"
+              "  parallel_size: ${multiply:${model.tensor_model_parallel_size}, 1}\n";
+    dir.write("conf/gpt.yaml", base);
+    const std::string text =
+        "#!/bin/bash\n"
+        "TP=2\n"
+        "echo starting run=1\n"
+        "python megatron_gpt_pretraining.py --config-path=conf --config-name=gpt \\\n"
+        "    trainer.num_nodes=2 \\\n"
+        "    model.tensor_model_parallel_size=$TP \\\n"
+        "    +model.extra=abc \\\n"
+        "    model.micro_batch_size=2\n";
+    const auto script = dir.write("pretrain.sh", text);
+    const auto doc = Document::load(script);
+    EXPECT_EQ(doc.format(), recipe::Format::shell);
+    EXPECT_EQ(doc.find("trainer.num_nodes")->as_number(), 2) << "an override wins over the base";
+    EXPECT_EQ(doc.find("trainer.devices")->as_number(), 8);
+    EXPECT_EQ(doc.find_leaf("trainer.devices")->origin, recipe::Origin::base);
+    EXPECT_EQ(doc.find_leaf("trainer.devices")->mark.line, 4) << "a base key is placed at the command naming the base";
+    EXPECT_EQ(doc.find("model.tensor_model_parallel_size")->as_number(), 2);
+    EXPECT_EQ(doc.find("model.parallel_size")->as_number(), 2) << "the base's interpolations see the overrides";
+    EXPECT_EQ(doc.find("model.extra")->to_string(), "abc");
+    EXPECT_EQ(doc.find("run"), nullptr) << "only a Python program's words are overrides";
+    EXPECT_EQ(doc.with_edits({}).text(), text);
+
+    // An override is rewritten where it is (or where its variable is assigned); a base key or a new
+    // one is a new override after the last, on a line of its own like it; the base never changes.
+    const auto edited = doc.with_edits({{"model.micro_batch_size", Value::number(1)},
+                                        {"model.tensor_model_parallel_size", Value::number(4)},
+                                        {"model.mcore_gpt", Value::boolean(false)},
+                                        {"model.brand_new", Value::null()},
+                                        {"trainer.devices", Value::null()}});
+    std::string expected = text;
+    expected.replace(expected.find("TP=2"), 4, "TP=4");
+    expected.replace(expected.find("model.micro_batch_size=2\n"), 25,
+                     "model.micro_batch_size=1 \\\n    model.mcore_gpt=false \\\n    trainer.devices=null\n");
+    EXPECT_EQ(edited.text(), expected);
+    EXPECT_EQ(edited.find("model.mcore_gpt")->as_bool(), false);
+    EXPECT_TRUE(edited.find("trainer.devices")->is_null());
+    const auto added = doc.with_edits({{"model.new_key", Value::number(3)}});
+    EXPECT_NE(added.text().find("    +model.new_key=3\n"), std::string::npos) << "a key the base lacks takes Hydra's +";
+    EXPECT_EQ(util::read_text_file(dir.path() / "conf/gpt.yaml"), base);
+    for (const auto& refused : std::vector<recipe::Edit>{{"model.optim", Value::number(2)},
+                                                         {"model.micro_batch_size", Value::string("$(reboot)")},
+                                                         {"model.extra", Value::string("a b")}})
+        EXPECT_THROW((void)doc.with_edits({refused}), InputError) << refused.path;
+}
+
+TEST(RecipeFormats, OverridesWithoutABaseAndWhatACommandLineCannotSay) {
+    // Without a base (a Python recipe's own values), the overrides are the recipe; new ones follow
+    // on the command's line.
+    const auto doc = Document::parse("python -m train.run recipe=llama3 train.gbs=512 model.tp=2\n", "run.sh");
+    EXPECT_EQ(doc.find("train.gbs")->as_number(), 512);
+    EXPECT_EQ(doc.find("recipe")->to_string(), "llama3");
+    EXPECT_EQ(doc.with_edits({{"model.pp", Value::number(2)}}).text(),
+              "python -m train.run recipe=llama3 train.gbs=512 model.tp=2 model.pp=2\n");
+    const auto twice = Document::parse("torchrun --nproc-per-node 8 run.py \\\n  model.tp=2 \\\n  model.tp=4\n", "run.sh");
+    ASSERT_EQ(twice.duplicates().size(), 1u);
+    EXPECT_EQ(twice.duplicates().front().path, "model.tp");
+    EXPECT_EQ(twice.duplicates().front().first_line, 2);
+    EXPECT_EQ(twice.duplicates().front().second_line, 3);
+    const auto says = [](const std::string& text, const std::string& what) {
+        try {
+            (void)Document::parse(text, "run.sh");
+            ADD_FAILURE() << "expected an InputError: " << what;
+        } catch (const InputError& e) {
+            EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+        }
+    };
+    says("python3 -m MaxText.train \\\n  MaxText/configs/base.yml run_name=x\n",
+         "run.sh:2: the base config MaxText/configs/base.yml is not found");
+    says("python train.py model.tp=2 \\\n  ~model.pp=1\n", "run.sh:2: '~model.pp=1' deletes a key");
+    says("if [ -f /etc/x ]; then\n  python train.py model.tp=2\nfi\n", "run.sh:2: the override 'model.tp=2'");
+}
+
+/// Every key of the shared base configs (NeMo's, MaxText's) set by one override each.
+TEST(RecipeFormats, EveryKeyOfASharedBaseConfigIsSetByOneOverride) {
+    const auto shared = test_support::shared_dir();
+    if (shared.empty()) GTEST_SKIP() << "../shared is absent: no shared base config to override";
+    int edits = 0;
+    for (const auto& base : {shared / "recipes/nemo/megatron_gpt_config.yaml", shared / "recipes/maxtext/base.yml"}) {
+        const std::string text = "python3 -m pkg.train " + base.string() + " \\\n    run_name=check\n";
+        const auto doc = Document::parse(text, "run.sh");
+        std::vector<const recipe::Leaf*> keys;
+        for (const auto& leaf : doc.leaves())
+            if (leaf.origin == recipe::Origin::base && leaf.value.kind() != Value::Kind::empty_list &&
+                leaf.value.kind() != Value::Kind::empty_map && leaf.path.find('[') == std::string::npos)
+                keys.push_back(&leaf);
+        // Sampled like the shared recipes' round trip: MaxText's base.yml has hundreds of keys.
+        for (std::size_t i = 0; i < keys.size(); i += keys.size() > 150 ? keys.size() / 150 : 1) {
+            const auto& leaf = *keys[i];
+            const Value value = leaf.value.kind() == Value::Kind::string ? Value::string("edited") : other_than(leaf.value);
+            const auto edited = doc.with_edits({{leaf.path, value}});
+            ++edits;
+            EXPECT_EQ(edited.text(), text.substr(0, text.size() - 1) + " \\\n    " + leaf.path + "=" + value.to_string() + "\n");
+            EXPECT_TRUE(edited.find(leaf.path)->same_as(value)) << base << ": " << leaf.path;
+        }
+    }
+    EXPECT_GT(edits, 250);
 }
 
 /// Every recipe file in ../shared/recipes in a format attune reads.
