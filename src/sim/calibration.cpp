@@ -54,6 +54,22 @@ std::optional<ModelShape> catalogued(std::string_view key) {
     return entry ? std::optional<ModelShape>(entry->shape) : std::nullopt;
 }
 
+// The catalogue entry of a model named only in the `model` column (benchmark tables' names).
+std::optional<std::string> catalogue_key_of_name(const std::string& name) {
+    static const std::vector<std::pair<std::string, std::string>> aliases{
+        {"qwen2.5 7b", "qwen2.5_7b"},     {"qwen2.5 32b", "qwen2.5_32b"}, {"gpt-3 175b", "gpt3_175b"},
+        {"gpt3-5b", "gpt3_5b"},           {"gpt3-20b", "gpt3_20b"},       {"nemotron-8b", "nemotron_8b"},
+        {"nemotron-22b", "nemotron_22b"},
+        {"nemotron-15b", "nemotron_15b"}, {"nemotron_3_nano", "nemotron3_nano_30b_a3b"},
+        {"nemotron v3 nano", "nemotron3_nano_30b_a3b"}, {"nemotron_3_super", "nemotron3_super_120b_a12b"},
+        {"nemotron v3 super", "nemotron3_super_120b_a12b"}, {"nemotron-340b", "nemotron_340b"}};
+    const std::string lowered = util::to_lower(name);
+    for (const auto& [prefix, key] : aliases) {
+        if (lowered.starts_with(prefix)) return key;
+    }
+    return std::nullopt;
+}
+
 // Models named only in the `model` column: published shapes in the name, or benchmark models.
 std::optional<ModelShape> model_from_name(const std::string& name) {
     static const std::regex gpt{R"(h=(\d+), L=(\d+), heads=(\d+), V=(\d+))"};
@@ -64,18 +80,8 @@ std::optional<ModelShape> model_from_name(const std::string& name) {
         m.kv_heads = m.heads, m.vocab = std::stoi(match[4]), m.ffn = 4 * m.hidden, m.gated_mlp = false;
         return m;
     }
-    static const std::vector<std::pair<std::string, std::string>> aliases{
-        {"qwen2.5 7b", "qwen2.5_7b"},     {"qwen2.5 32b", "qwen2.5_32b"}, {"gpt-3 175b", "gpt3_175b"},
-        {"gpt3-5b", "gpt3_5b"},           {"gpt3-20b", "gpt3_20b"},       {"nemotron-8b", "nemotron_8b"},
-        {"nemotron-22b", "nemotron_22b"},
-        {"nemotron-15b", "nemotron_15b"}, {"nemotron_3_nano", "nemotron3_nano_30b_a3b"},
-        {"nemotron v3 nano", "nemotron3_nano_30b_a3b"}, {"nemotron_3_super", "nemotron3_super_120b_a12b"},
-        {"nemotron v3 super", "nemotron3_super_120b_a12b"}, {"nemotron-340b", "nemotron_340b"}};
-    const std::string lowered = util::to_lower(name);
-    for (const auto& [prefix, key] : aliases) {
-        if (lowered.starts_with(prefix)) return catalogued(key);
-    }
-    return std::nullopt;
+    const auto key = catalogue_key_of_name(name);
+    return key ? catalogued(*key) : std::nullopt;
 }
 
 struct Columns {
@@ -166,13 +172,15 @@ GradReduce grad_reduce(const std::string& framework) {
 void build_row(const Columns& c, const std::vector<std::string>& r, CalibrationRow& row) {
     const std::string& model_key = c.get(r, "model_key");
     std::optional<ModelShape> model = model_key.empty() ? model_from_name(c.get(r, "model")) : catalogued(model_key);
+    row.model_key = model_key.empty() ? catalogue_key_of_name(c.get(r, "model")).value_or("") : model_key;
+    if (model) row.model = *model;
     // The `system` column names the machine measured; a 500 W-capped H100 (Grand Teton) is its own part.
     const bool capped = contains(c.get(r, "system"), "500w") && contains(c.get(r, "gpu"), "h100");
-    row.framework = c.get(r, "framework"), row.model_key = model_key, row.gpu = capped ? "h100_500w" : util::to_lower(c.get(r, "gpu"));
+    row.framework = c.get(r, "framework"), row.gpu = capped ? "h100_500w" : util::to_lower(c.get(r, "gpu"));
     const auto hardware = find_hardware(row.gpu);
     if (!model) return void(row.why_not = "model not in the catalogue");
     if (!hardware) return void(row.why_not = "GPU not in the catalogue");
-    model->seq_len = row.seq_len = leading_int(c.get(r, "seq_len"), 0);
+    model->seq_len = row.seq_len = row.model.seq_len = leading_int(c.get(r, "seq_len"), 0);
 
     Layout l;
     l.tp = leading_int(c.get(r, "tp"), 1), l.pp = leading_int(c.get(r, "pp"), 1), l.cp = leading_int(c.get(r, "cp"), 1);

@@ -28,7 +28,9 @@ const std::map<std::string, std::vector<std::string>>& spellable() {
     static const std::map<std::string, std::vector<std::string>> values{
         {"recompute", {"none", "selective", "full", "saved_ops"}}, {"fp8", {"true", "false"}},
         {"fp8_rowwise", {"true", "false"}}, {"fp8_param_gather", {"true", "false"}}, {"tp_comm_overlap", {"true", "false"}},
-        {"cuda_graphs", {"true", "false"}}, {"dispatcher", {"alltoall", "allgather", "flex"}}};
+        {"cuda_graphs", {"true", "false"}}, {"dispatcher", {"alltoall", "allgather", "flex"}},
+        {"distributed_optimizer", {"true", "false"}}, {"grad_reduce_bf16", {"true", "false"}}, {"lora", {"true", "false"}},
+        {"lora_targets", {"attention_qkv", "all_projections"}}, {"fusions", {"true", "false"}}};
     return values;
 }
 
@@ -74,9 +76,10 @@ const char* recompute_name(Recompute r) {
     return "none";
 }
 
-/// The row's layout in the template's placeholders.
+/// The row's layout and model in the template's placeholders.
 std::map<std::string, std::string> placeholders(const CalibrationRow& row) {
     const Layout& l = row.layout;
+    const ModelShape& m = row.model;
     const int world = l.nodes * l.gpus_per_node;
     const int dp = world / (l.tp * l.pp * l.cp);
     const int dp_shard = l.fsdp_shard > 0 ? l.fsdp_shard / l.cp : dp;
@@ -96,7 +99,11 @@ std::map<std::string, std::string> placeholders(const CalibrationRow& row) {
             {"overlap_grad_reduce", flag(l.overlap_grad_reduce)}, {"overlap_param_gather", flag(l.overlap_param_gather)},
             {"grad_reduce_bf16", flag(l.grad_reduce == GradReduce::bf16)}, {"cuda_graphs", flag(l.cuda_graphs)},
             {"moe_grouped_gemm", flag(l.moe_grouped_gemm)}, {"flash_attention", flag(l.flash_attention)},
-            {"dispatcher", l.dispatcher == Dispatcher::flex ? "flex" : l.dispatcher == Dispatcher::allgather ? "allgather" : "alltoall"}};
+            {"dispatcher", l.dispatcher == Dispatcher::flex ? "flex" : l.dispatcher == Dispatcher::allgather ? "allgather" : "alltoall"},
+            {"layers", std::to_string(m.layers)}, {"hidden", std::to_string(m.hidden)}, {"ffn", std::to_string(m.ffn)},
+            {"heads", std::to_string(m.heads)}, {"kv_heads", std::to_string(m.kv_heads > 0 ? m.kv_heads : m.heads)},
+            {"vocab", std::to_string(m.vocab)}, {"lora", flag(l.lora)}, {"fusions", flag(l.fusions)},
+            {"lora_targets", l.lora_targets == LoraTargets::attention_qkv ? "attention_qkv" : "all_projections"}};
 }
 
 void replace_all(std::string& text, const std::string& name, const std::string& written) {
@@ -117,16 +124,25 @@ std::string render(const Template& t, const std::map<std::string, std::string>& 
     return text;
 }
 
+/// The first family whose `framework` the row's column contains (so "nemo automodel" can come before "nemo").
+const Template* claimant(const std::vector<Template>& templates, const CalibrationRow& row) {
+    const std::string framework = util::to_lower(row.framework);
+    for (const auto& t : templates)
+        if (framework.find(t.framework) != std::string::npos) return &t;
+    return nullptr;
+}
+
 }  // namespace
 
 std::vector<RecipeCalibration> calibrate_through_recipes(const CalibrationSummary& summary,
                                                          const std::filesystem::path& templates_yaml) {
     std::vector<RecipeCalibration> out;
-    for (const Template& t : load_templates(templates_yaml, gate::default_rules())) {
-        RecipeCalibration family{t.adapter->name(), {}, {}, {}, {}};
+    const auto templates = load_templates(templates_yaml, gate::default_rules());
+    for (const Template& t : templates) {
+        RecipeCalibration family{t.framework, t.adapter->name(), {}, {}, {}, {}};
         std::vector<double> direct, through;
         for (const auto& row : summary.rows) {
-            if (!row.modelled || util::to_lower(row.framework).find(t.framework) == std::string::npos) continue;
+            if (!row.modelled || claimant(templates, row) != &t) continue;
             try {
                 const auto recipe = recipe::Document::parse(render(t, placeholders(row)), fmt::format("published.csv:{}{}", row.line, t.extension));
                 cluster::Cluster cluster;
@@ -151,14 +167,26 @@ std::vector<RecipeCalibration> calibrate_through_recipes(const CalibrationSummar
 std::string format_recipe_calibration(const std::vector<RecipeCalibration>& families) {
     std::string out;
     for (const auto& f : families) {
-        out += fmt::format("through {} recipes: rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}% (the same rows from their "
+        out += fmt::format("{} rows through {} recipes: rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}% (the same rows from their "
                            "layouts: {:.1f}%, {:.1f}%)\n",
-                           f.family, f.through_recipe.rows, 100 * f.through_recipe.within_20, 100 * f.through_recipe.median_abs_error,
+                           f.framework, f.family, f.through_recipe.rows, 100 * f.through_recipe.within_20, 100 * f.through_recipe.median_abs_error,
                            100 * f.direct.within_20, 100 * f.direct.median_abs_error);
         for (const auto& [line, error] : f.errors) out += fmt::format("  line {:>4}: {:+.1f}%\n", line, 100 * error);
         for (const auto& problem : f.problems) out += "  not read: " + problem + "\n";
     }
+    const Accuracy all = recipe_calibration_overall(families);
+    out += fmt::format("all rows through recipes: rows {}, within ±20%: {:.1f}%, median |error|: {:.1f}%\n", all.rows,
+                       100 * all.within_20, 100 * all.median_abs_error);
     return out;
+}
+
+Accuracy recipe_calibration_overall(const std::vector<RecipeCalibration>& families) {
+    std::vector<double> errors;
+    for (const auto& f : families) {
+        for (const auto& [line, error] : f.errors) errors.push_back(std::abs(error));
+        errors.insert(errors.end(), f.problems.size(), 1.0);   // a row not read is a miss
+    }
+    return accuracy_of(std::move(errors));
 }
 
 }  // namespace attune::sim

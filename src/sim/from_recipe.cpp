@@ -116,6 +116,9 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     if (l.recompute == Recompute::selective && quantity_or(r, a, c, "per_op_recompute", 0) == 1) l.recompute = Recompute::saved_ops;
     if (l.recompute == Recompute::full) l.recompute_layers = quantity_or(r, a, c, "recompute_layers", 0);
     l.offload_activations = flag(r, a, c, "activation_offload", false);
+    // LoRA freezes the base weights (no weight gradients or optimizer state for them).
+    l.lora = quantity_or(r, a, c, "lora", 0) == 1;
+    if (l.lora && quantity_or(r, a, c, "lora_qkv_only", 0) == 1) l.lora_targets = LoraTargets::attention_qkv;
     l.overlap_grad_reduce = flag(r, a, c, "overlap_grad_reduce", true);
     l.overlap_param_gather = flag(r, a, c, "overlap_param_gather", true);
     l.tp_comm_overlap = flag(r, a, c, "tp_comm_overlap", false);

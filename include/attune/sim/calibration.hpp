@@ -21,10 +21,11 @@ struct CalibrationRow {
     double mem_error = 0;           ///< estimated memory / published peak − 1, where a peak is published
     bool known_oom = false;         ///< the source reports this row's layout without CP out of memory
     bool predicted_oom = false;     ///< and the model finds that layout (at cp 1, full recompute) does not fit
+    ModelShape model;               ///< the model the row trained (its catalogue entry, or the shape in its name)
     Layout layout;                  ///< what the row was estimated as (after any layout search)
     Estimate estimate;
     std::string framework;          ///< the `framework` column, as published
-    std::string model_key;          ///< the catalogue entry the row's model is (empty: built from its name)
+    std::string model_key;          ///< the catalogue entry the row's model is, by its column or its name (empty: a shape in its name)
     std::string gpu;                ///< the part measured, as data/hardware.yaml names it
     int seq_len = 0;                ///< tokens per sample
 };
@@ -53,7 +54,8 @@ CalibrationSummary run_calibration(const std::filesystem::path& published_csv);
 /// A family's rows rendered as its own recipe (data/calibration/recipes.yaml) and estimated as `attune
 /// sim estimate` reads that recipe, beside the same rows estimated from their layouts.
 struct RecipeCalibration {
-    std::string family;
+    std::string framework;                        ///< the rows' framework, as data/calibration/recipes.yaml matches it
+    std::string family;                           ///< the adapter that reads them
     std::vector<std::pair<int, double>> errors;   ///< (line in published.csv, error through the recipe)
     Accuracy direct, through_recipe;              ///< over the same rows
     std::vector<std::string> problems;            ///< rows that did not render or read: line and why
@@ -64,6 +66,8 @@ struct RecipeCalibration {
 std::vector<RecipeCalibration> calibrate_through_recipes(const CalibrationSummary& summary,
                                                          const std::filesystem::path& templates_yaml);
 std::string format_recipe_calibration(const std::vector<RecipeCalibration>& families);
+/// Every row rendered as a recipe, over all families: the figure a user's `sim estimate` path reaches.
+Accuracy recipe_calibration_overall(const std::vector<RecipeCalibration>& families);
 
 /// The table as text, one row per line, then the summary.
 std::string format_calibration(const CalibrationSummary& summary);
