@@ -30,8 +30,11 @@ std::vector<std::string> trial_command(const cluster::Cluster& cluster, const ga
                          "argv (e.g. launcher: [torchrun, --nproc-per-node=8, train.py], to which the recipe path is appended, "
                          "or a template with {recipe}, {steps} and {overrides}: docs/clusters.md)");
     std::vector<std::string> words = cluster.launcher;
-    if (std::none_of(words.begin(), words.end(), cluster::has_placeholder))
-        words.insert(words.end(), trial.adapter().launch_args().begin(), trial.adapter().launch_args().end());
+    // A launch script is its own launch: it runs the training command with the trial's values written
+    // in it, whatever the family passes a recipe file as.
+    static const std::vector<std::string> script{"{recipe}"};
+    const auto& args = trial.recipe().format() == recipe::Format::shell ? script : trial.adapter().launch_args();
+    if (std::none_of(words.begin(), words.end(), cluster::has_placeholder)) words.insert(words.end(), args.begin(), args.end());
     const std::string recipe = std::filesystem::absolute(plan.recipe_file).string();
     std::vector<std::string> argv;
     for (const auto& word : words) {

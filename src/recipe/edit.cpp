@@ -118,6 +118,7 @@ private:
             if (node.kind == Node::Kind::scalar && node.text == "true" && !node.spanned && edit.value.as_bool() == true)
                 return {node.entry_begin, node.entry_begin, ""};
         }
+        if (!node.bool_flag.empty()) return {node.begin, node.end, bool_flag_word(edit, node.bool_flag, edit.value)};
         if (!node.edit_refusal.empty()) fail(edit, node.edit_refusal);
         if (node.from_alias)
             fail(edit, "its value comes from a YAML alias or merge key at line " + std::to_string(node.mark.line) +
@@ -268,8 +269,17 @@ private:
         return safe_word(edit, value.to_string());
     }
 
+    /// A dotted boolean flag as tyro reads it: `--a.b` for true, `--a.no_b` for false.
+    std::string bool_flag_word(const Edit& edit, const std::string& path, const Value& value) const {
+        if (value.kind() != Value::Kind::boolean) fail(edit, "it is a flag without a value: it takes true or false");
+        const auto dot = path.rfind('.');
+        return "--" + (*value.as_bool() ? path : path.substr(0, dot + 1) + "no_" + path.substr(dot + 1));
+    }
+
     /// A value as an override's right-hand side, which OmegaConf types as YAML does (`true`, `null`).
     std::string override_value(const Edit& edit, const Value& value) const {
+        if (m_root.overrides.flags && (value.is_null() || value.kind() == Value::Kind::boolean))
+            fail(edit, "a command-line flag with a value takes neither null nor a boolean; edit it by hand");
         if (value.is_null()) return "null";
         if (value.kind() == Value::Kind::boolean) return *value.as_bool() ? "true" : "false";
         return safe_word(edit, value.to_string());
@@ -286,7 +296,7 @@ private:
     /// Whether a key missing below `parent` is written as a `key=value` override: the script has a
     /// command that takes them, and the key belongs to the composed config, not to an argument array.
     bool takes_override(const Node& parent, const std::string& first_missing) const {
-        if (m_root.overrides_end == 0) return false;
+        if (m_root.overrides.end == 0) return false;
         return parent.from_base || parent.hydra_override || (&parent == &m_root && !first_missing.starts_with("-"));
     }
 
@@ -297,14 +307,18 @@ private:
             fail(edit, "it is a " + std::string(node.kind == Node::Kind::mapping ? "mapping" : "list") +
                            " of the base config; expected a key with a single value");
         const bool has_base = std::any_of(m_root.children.begin(), m_root.children.end(), [](const Node& n) { return n.from_base; });
-        const std::string word = (edit.create || (has_base && !in_base) ? "+" : "") + edit.path + "=" + override_value(edit, edit.value);
-        const std::size_t at = m_root.overrides_end;
-        const std::size_t blank = m_text.find_last_of(" \t\n", at - 1);
-        const std::size_t start = blank == std::string::npos ? 0 : blank + 1;
-        const std::size_t line = line_start(start);
-        const std::string before = m_text.substr(line, start - line);
-        if (!util::trim(before).empty()) return spliced(m_text, {{at, at, " " + word}});
-        return spliced(m_text, {{at, at, " \\\n" + before + word}});
+        const std::string word = m_root.overrides.flags ? flag_override(edit)
+                                 : (edit.create || (has_base && !in_base) ? "+" : "") + edit.path + "=" + override_value(edit, edit.value);
+        const std::size_t at = m_root.overrides.end;
+        if (!m_root.overrides.own_line) return spliced(m_text, {{at, at, " " + word}});
+        return spliced(m_text, {{at, at, " \\\n" + m_root.overrides.indent + word}});
+    }
+
+    /// `--a.b value`, or a boolean's `--a.b` / `--a.no_b`: tyro's command line has no null.
+    std::string flag_override(const Edit& edit) const {
+        if (edit.value.kind() == Value::Kind::boolean) return bool_flag_word(edit, edit.path, edit.value);
+        if (edit.value.is_null()) fail(edit, "a command-line flag cannot say null; remove the flag by hand");
+        return "--" + edit.path + " " + safe_word(edit, edit.value.to_string());
     }
 
     /// `--flag value` added to its argument array, on a line of its own before the array's `)`.

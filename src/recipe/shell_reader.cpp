@@ -142,12 +142,35 @@ Node mapping_node() {
     return node;
 }
 
+/// A dotted command-line flag (`--parallelism.tensor_parallel_degree`, `--job.config_file=x.toml`):
+/// its name without the dashes, up to any `=`; empty for any other word.
+std::string dotted_flag(std::string_view raw) {
+    if (!raw.starts_with("--")) return {};
+    const std::string name(raw.substr(2, raw.find('=') == std::string_view::npos ? std::string_view::npos : raw.find('=') - 2));
+    const bool dotted = name.find('.') != std::string::npos && name.front() != '.' && name.back() != '.';
+    const bool plain = std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    });
+    return dotted && plain ? name : std::string();
+}
+
+/// A dotted flag's key path: tyro reads `-` and `_` in a name alike; the path is the field's name.
+std::string flag_path(std::string name) {
+    std::replace(name.begin(), name.end(), '-', '_');
+    return name;
+}
+
+bool config_file_name(std::string_view name) {
+    return name.ends_with(".yaml") || name.ends_with(".yml") || name.ends_with(".toml");
+}
+
 bool yaml_file_name(std::string_view name) { return name.ends_with(".yaml") || name.ends_with(".yml"); }
 
 /// Every node below a base config: not written in the script, so an edit writes an override; its
 /// position is the line of the command that names the base.
 void mark_base(Node& node, int line) {
     node.from_base = true;
+    node.spanned = node.headed = false;  // its bytes are the base file's, which no edit touches
     node.mark = node.key_mark = {line, 0};
     node.last_line = line;
     for (auto& child : node.children) mark_base(child, line);
@@ -341,13 +364,50 @@ private:
         if (active(frames)) base_arguments(program, end);
         for (std::size_t i = program + 1; i < end; ++i) {
             const Token& word = m_tokens[i];
-            const auto equals = override_equals(word.raw);
-            if (equals == std::string::npos) continue;
+            const std::string flag = dotted_flag(word.raw);
+            const auto equals = flag.empty() ? override_equals(word.raw) : std::string::npos;
+            if (flag.empty() && equals == std::string::npos) continue;
             if (unknown(frames))
                 throw InputError(m_origin + ":" + std::to_string(word.line) + ": the override '" + word.raw +
                                  "' is inside an 'if' whose test attune cannot evaluate; expected tests of literal values");
-            if (active(frames)) add_override(word, equals);
+            if (!flag.empty()) i = add_flag_override(i, end, flag, active(frames));
+            else if (active(frames)) add_override(word, equals);
         }
+    }
+
+    /// `--a.b value`, `--a.b=value`, or a boolean `--a.b` / `--a.no_b` (tyro's form, torchtitan's command
+    /// line). A flag naming a config file (`--job.config_file x.toml`) names the base instead. Returns the
+    /// index of the flag's last word.
+    std::size_t add_flag_override(std::size_t at, std::size_t end, const std::string& name, bool taken) {
+        const Token& word = m_tokens[at];
+        const bool inline_value = word.raw.find('=') != std::string::npos;
+        const bool next_value = !inline_value && at + 1 < end && !m_tokens[at + 1].raw.starts_with("--");
+        const std::size_t last = next_value ? at + 1 : at;
+        if (!taken) return last;
+        std::string path = flag_path(name);
+        if (path.ends_with(".config_file")) return last;  // named the base (base_arguments)
+        Node node;
+        if (inline_value || next_value) {
+            const Token& value = m_tokens[last];
+            const std::size_t skip = inline_value ? word.raw.find('=') + 1 : 0;
+            node = scalar({value.raw.substr(skip), value.begin + skip, value.end, value.line, false}, word.line);
+        } else {
+            const auto dot = path.rfind('.');
+            const bool negated = path.compare(dot + 1, 3, "no_") == 0;
+            if (negated) path.erase(dot + 1, 3);
+            node.kind = Node::Kind::scalar;
+            node.text = negated ? "false" : "true";
+            node.mark = node.key_mark = {word.line, 0};
+            node.last_line = word.line;
+            node.begin = word.begin, node.end = word.end, node.spanned = true;
+            node.bool_flag = path;
+        }
+        node.hydra_override = true;
+        node.key_mark = node.mark;
+        place_override(path, std::move(node), word.line);
+        m_spot.flags = true;
+        after_override(word, m_tokens[last]);
+        return last;
     }
 
     /// A base config named by `--config_file F`, `--config-file F`, `--config F` (`=F` too), Hydra's
@@ -357,14 +417,14 @@ private:
         std::string file;
         const Token* last = nullptr;
     };
-    std::optional<Named> config_argument(std::size_t at, std::size_t program, std::string_view flag) const {
+    std::optional<Named> config_argument(std::size_t at, std::size_t program, const std::string& flag) const {
         const Token& word = m_tokens[at];
         if (flag.empty()) {
             const std::string text = expand(word.raw).text;
             if (at == program + 1 && yaml_file_name(text)) return Named{text, &word};
             return std::nullopt;
         }
-        if (word.raw.starts_with(std::string(flag) + "=")) return Named{expand(word.raw.substr(flag.size() + 1)).text, &word};
+        if (word.raw.starts_with(flag + "=")) return Named{expand(word.raw.substr(flag.size() + 1)).text, &word};
         if (word.raw == flag && at + 1 < m_tokens.size() && !m_tokens[at + 1].separator())
             return Named{expand(m_tokens[at + 1].raw).text, &m_tokens[at + 1]};
         return std::nullopt;
@@ -373,6 +433,9 @@ private:
     void base_arguments(std::size_t program, std::size_t end) {
         std::optional<Named> base, dir, name;
         for (std::size_t i = program + 1; i < end; ++i) {
+            const std::string dotted = dotted_flag(m_tokens[i].raw);
+            if (!dotted.empty() && flag_path(dotted).ends_with(".config_file"))
+                if (auto file = config_argument(i, program, "--" + dotted); file && config_file_name(file->file)) base = file;
             for (const char* flag : {"--config_file", "--config-file", "--config"})
                 if (auto file = config_argument(i, program, flag); file && yaml_file_name(file->file)) base = file;
             if (auto file = config_argument(i, program, ""); file && !base) base = file;
@@ -389,7 +452,7 @@ private:
             throw InputError(m_origin + ":" + std::to_string(base->last->line) + ": a second base config (" + base->file + ") after " +
                              m_base->first + " at line " + std::to_string(m_base->second) + "; expected one command with overrides");
         m_base = {base->file, base->last->line};
-        m_overrides_end = std::max(m_overrides_end, base->last->end);
+        after_override(*base->last, *base->last);
     }
 
     /// `a.b=value` as the mapping `a` holding `b`, with the value's bytes for an edit.
@@ -402,6 +465,23 @@ private:
         Node node = scalar({word.raw.substr(equals + 1), word.begin + equals + 1, word.end, word.line, false}, word.line);
         node.hydra_override = true;
         node.key_mark = node.mark;
+        place_override(key, std::move(node), word.line);
+        after_override(word, word);
+    }
+
+    /// Where the next override goes: after this one (from `first` to `last`), on a line of its own if it has one.
+    void after_override(const Token& first, const Token& last) {
+        if (last.end <= m_spot.end) return;
+        m_spot.end = last.end;
+        const auto line = m_text.rfind('\n', first.begin == 0 ? 0 : first.begin - 1);
+        const std::size_t start = first.begin == 0 || line == std::string::npos ? 0 : line + 1;
+        const std::string before = m_text.substr(start, first.begin - start);
+        m_spot.own_line = before.find_first_not_of(" \t") == std::string::npos;
+        m_spot.indent = m_spot.own_line ? before : std::string();
+    }
+
+    /// An override's value at its dotted key path, below the mappings the path implies.
+    void place_override(const std::string& key, Node node, int line) {
         Node* parent = &m_overrides;
         std::string path;
         std::size_t start = 0;
@@ -412,14 +492,13 @@ private:
                 Node mapping = mapping_node();
                 mapping.hydra_override = true;
                 mapping.mark = mapping.key_mark = node.mark;
-                add(*parent, path, name, std::move(mapping), word.line);
+                add(*parent, path, name, std::move(mapping), line);
             }
             parent = &parent->children[static_cast<std::size_t>(
                 std::find(parent->keys.begin(), parent->keys.end(), name) - parent->keys.begin())];
             path = child_path(path, name);
         }
-        add(*parent, path, key.substr(start), std::move(node), word.line);
-        m_overrides_end = std::max(m_overrides_end, word.end);
+        add(*parent, path, key.substr(start), std::move(node), line);
     }
 
     /// The base config's keys under the overrides, as Hydra composes them. A relative base is found
@@ -435,7 +514,8 @@ private:
             if (!std::filesystem::is_regular_file(file))
                 throw InputError(m_origin + ":" + std::to_string(m_base->second) + ": the base config " + m_base->first +
                                  " is not found beside the script or in the working directory; attune reads the overrides over it");
-            Tree base = read_yaml(util::read_text_file(file, 16u << 20), file.string());
+            const std::string text = util::read_text_file(file, 16u << 20);
+            Tree base = file.extension() == ".toml" ? read_toml(text, file.string()) : read_yaml(text, file.string());
             if (base.root.kind != Node::Kind::mapping)
                 throw InputError(file.string() + ": expected a mapping of keys as the base config of " + m_origin);
             mark_base(base.root, m_base->second);
@@ -444,7 +524,7 @@ private:
             merge(m_tree.root, std::move(base.root));
         }
         merge(m_tree.root, std::move(m_overrides));
-        m_tree.root.overrides_end = m_overrides_end;
+        m_tree.root.overrides = m_spot;
     }
 
     void skip_statement() {
@@ -706,7 +786,7 @@ private:
     Tree m_tree;
     std::map<std::string, Variable> m_variables;
     Node m_overrides = mapping_node();
-    std::size_t m_overrides_end = 0;
+    Node::OverrideSpot m_spot;
     std::optional<std::pair<std::string, int>> m_base;  ///< the base config as named, and its line
 };
 

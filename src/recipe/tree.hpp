@@ -24,9 +24,17 @@ struct Node {
     bool from_base = false;
     /// A launch command's Hydra/OmegaConf `key=value` override (or a mapping its dotted key implies).
     bool hydra_override = false;
-    /// On a launch script's root: where a new `key=value` override goes (after the last one); 0 when
-    /// the script has no command that takes overrides.
-    std::size_t overrides_end = 0;
+    /// On a launch script's root: where and how a new override is written (`end` is 0 when the script
+    /// has no command that takes overrides).
+    struct OverrideSpot {
+        std::size_t end = 0;     ///< after the last override (or the base config's name)
+        bool flags = false;      ///< dotted flags (`--a.b value`, tyro's and torchtitan's form), not Hydra's `a.b=value`
+        bool own_line = false;   ///< the last override starts its line: a new one goes on a line of its own
+        std::string indent;      ///< and is indented like it
+    } overrides;
+    /// A dotted flag written without a value (`--compile.enable`, `--metrics.no_enable_tensorboard`): a
+    /// boolean whose edit rewrites the flag itself, `--a.b` for true and `--a.no_b` for false.
+    std::string bool_flag;
     int last_line = 0;       ///< the last line the node's text reaches
     /// Where the written value lies in the text, when the reader knows (TOML): bytes [begin, end).
     std::size_t begin = 0, end = 0;

@@ -163,6 +163,21 @@ TEST(TuneOverrides, TheBestRecipeIsTheSameCommandWithMoreOverridesAndItsCampaign
     EXPECT_TRUE(json::parse(replayed.out)["agrees"].get<bool>()) << replayed.out;
 }
 
+TEST(TuneOverrides, ATorchtitanCommandLineIsTunedByItsFlagsOverItsJobFile) {
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = fixture("torchtitan-cli/train.sh");
+    const json result = tune_json({recipe, "--budget", "60gpuh"}, campaign);
+    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(recipe)) << result.dump(2);
+    expect_sound(result, campaign, recipe);
+    std::ifstream best_file(campaign / "best.sh");
+    std::stringstream best;
+    best << best_file.rdbuf();
+    EXPECT_NE(best.str().find("-m torchtitan.train --job.config_file ./llama3_8b.toml \\\n"), std::string::npos) << best.str();
+    const std::string syntax_check = "bash -n '" + (campaign / "best.sh").string() + "'";
+    EXPECT_EQ(std::system(syntax_check.c_str()), 0) << best.str();
+}
+
 TEST(TunePlans, CrossesAValleyOfSlowerLayoutsWhenEachStepMeasuresAsPredicted) {
     // DeepSeek-V3's H100 layout on 256 B200 (ep 64 x pp 4): the fast layouts (ep 8 x pp 16) are reached
     // only through slower ones (pp 8 measures -2.7%, pp 16 -0.5%), each kept because it frees the memory the

@@ -63,6 +63,24 @@ TEST(TrialCommand, OverridesAreOneWordPerChangedKey) {
         << "in the order the recipe writes them";
 }
 
+TEST(TrialCommand, ALaunchScriptRunsItselfWhateverTheFamilyPassesARecipeAs) {
+    // torchtitan passes a job file as --job.config_file; its launch script, with the trial's flags
+    // written in, is the launch.
+    const auto loaded = gate::load_recipe(std::string(ATTUNE_FIXTURES) + "/tune/torchtitan-cli/train.sh", gate::default_rules());
+    ASSERT_EQ(loaded.adapter->name(), "torchtitan");
+    cluster::Cluster cluster;
+    cluster.launcher = {"bash"};
+    const auto candidate = loaded.document.with_edits({{"training.local_batch_size", recipe::Value::number(2)}});
+    gate::CheckOptions options;
+    options.purpose = gate::Purpose::trial_run;
+    const auto trial = gate::admit(loaded.document, candidate, *loaded.adapter, gate::default_rules(),
+                                   gate::load_policy(data_dir(), std::nullopt), cluster, options).second;
+    ASSERT_TRUE(trial.has_value());
+    launch::TrialPlan plan;
+    plan.recipe_file = "/camp/recipes/trial-001.sh";
+    EXPECT_EQ(launch::trial_command(cluster, *trial, plan), (Words{"bash", "/camp/recipes/trial-001.sh"}));
+}
+
 TEST(TrialCommand, AClusterWithoutALauncherSaysHowToGiveOne) {
     const Trial t({});
     try {

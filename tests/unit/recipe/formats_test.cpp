@@ -285,6 +285,52 @@ TEST(RecipeFormats, OverridesWithoutABaseAndWhatACommandLineCannotSay) {
     says("if [ -f /etc/x ]; then\n  python train.py model.tp=2\nfi\n", "run.sh:2: the override 'model.tp=2'");
 }
 
+TEST(RecipeFormats, DottedFlagsOverrideAJobFileAsTyroReadsThem) {
+    // torchtitan's command line: `--section.key value` over the TOML job file `--job.config_file` names.
+    const test_support::TempDir dir;
+    dir.write("job.toml", "[training]\nlocal_batch_size = 1\nsteps = 100\n[parallelism]\ntensor_parallel_degree = 1\n"
+                          "[compile]\nenable = false\n[metrics]\nenable_tensorboard = true\n");
+    const std::string text =
+        "torchrun --nproc_per_node=8 -m torchtitan.train --job.config_file ./job.toml \\\n"
+        "    --parallelism.tensor-parallel-degree 2 \\\n"
+        "    --training.steps=50 \\\n"
+        "    --compile.enable \\\n"
+        "    --metrics.no_enable_tensorboard\n";
+    const auto doc = Document::load(dir.write("train.sh", text));
+    EXPECT_EQ(doc.find("parallelism.tensor_parallel_degree")->as_number(), 2) << "tyro reads - and _ alike";
+    EXPECT_EQ(doc.find("training.steps")->as_number(), 50);
+    EXPECT_EQ(doc.find("training.local_batch_size")->as_number(), 1);
+    EXPECT_EQ(doc.find_leaf("training.local_batch_size")->origin, recipe::Origin::base);
+    EXPECT_EQ(doc.find("compile.enable")->as_bool(), true);
+    EXPECT_EQ(doc.find("metrics.enable_tensorboard")->as_bool(), false);
+    EXPECT_EQ(doc.find("job.config_file"), nullptr) << "the flag naming the base is not a key of the job";
+    EXPECT_EQ(doc.with_edits({}).text(), text);
+    ASSERT_TRUE(doc.base_config().has_value());
+    EXPECT_EQ(doc.base_config()->named, "./job.toml");
+
+    // A value is rewritten in place; a boolean flag turns into its negation; a new key is a new flag.
+    const auto edited = doc.with_edits({{"parallelism.tensor_parallel_degree", Value::number(4)},
+                                        {"training.steps", Value::number(10)},
+                                        {"compile.enable", Value::boolean(false)},
+                                        {"metrics.enable_tensorboard", Value::boolean(true)},
+                                        {"training.local_batch_size", Value::number(2)},
+                                        {"activation_checkpoint.mode", Value::string("full")}});
+    EXPECT_EQ(edited.text(),
+              "torchrun --nproc_per_node=8 -m torchtitan.train --job.config_file ./job.toml \\\n"
+              "    --parallelism.tensor-parallel-degree 4 \\\n"
+              "    --training.steps=10 \\\n"
+              "    --compile.no_enable \\\n"
+              "    --metrics.enable_tensorboard \\\n"
+              "    --training.local_batch_size 2 \\\n"
+              "    --activation_checkpoint.mode full\n");
+    EXPECT_EQ(edited.find("compile.enable")->as_bool(), false);
+    EXPECT_EQ(edited.find("training.local_batch_size")->as_number(), 2);
+    for (const auto& refused : std::vector<recipe::Edit>{{"training.steps", Value::null()},
+                                                         {"compile.enable", Value::number(3)},
+                                                         {"training.dataset", Value::string("c4;reboot")}})
+        EXPECT_THROW((void)doc.with_edits({refused}), InputError) << refused.path;
+}
+
 /// Every key of the shared base configs (NeMo's, MaxText's) set by one override each.
 TEST(RecipeFormats, EveryKeyOfASharedBaseConfigIsSetByOneOverride) {
     const auto shared = test_support::shared_dir();
