@@ -351,15 +351,15 @@ TEST(SimCalibration, EveryFamilysRowsReadThroughTheirOwnRecipesEstimateAsTheirLa
     expect_as_layouts(summary, automodel, 0.02, [](const CalibrationRow& row) { return row.layout.pp > 1; });
 }
 
-// Megatron-Bridge's rows, rendered as Megatron-LM MODEL_ARGS (the same Megatron-Core runtime): read as
-// their layouts, to within 2 %, except where Megatron-LM's flags cannot say what the row ran (LoRA).
-TEST(SimCalibration, MegatronBridgeRowsReadAsMegatronLmArgumentsEstimateAsTheirLayouts) {
+// Megatron-Bridge's rows, rendered as the ConfigContainer YAML a Bridge run dumps and read through the
+// megatron-bridge adapter (its precision recipe, overlaps, CUDA graphs, LoRA): read as their layouts.
+TEST(SimCalibration, MegatronBridgeRowsReadThroughTheirOwnConfigEstimateAsTheirLayouts) {
     const auto summary = calibration();
     const auto families = calibrate_through_recipes(summary, ATTUNE_SOURCE_DIR "/data/calibration/recipes.yaml");
-    const auto& megatron = family_of(families, "megatron-bridge");
-    EXPECT_EQ(megatron.family, "megatron-lm");
-    EXPECT_EQ(megatron.errors.size(), 55u);
-    expect_as_layouts(summary, megatron, 0.02, [](const CalibrationRow& row) { return row.layout.lora; });
+    const auto& bridge = family_of(families, "megatron-bridge");
+    EXPECT_EQ(bridge.family, "megatron-bridge");
+    EXPECT_EQ(bridge.errors.size(), 55u);
+    expect_as_layouts(summary, bridge, 0.02);
 }
 
 // Issue 20's target for the user's path: the rows rendered as recipes, over every family, 80 % within
