@@ -4,6 +4,7 @@
 #include <attune/campaign/factories.hpp>
 #include <attune/core/error.hpp>
 #include <attune/policy/config_space.hpp>
+#include <attune/recipe/document.hpp>
 #include <attune/sim/from_recipe.hpp>
 
 #include <fmt/format.h>
@@ -165,14 +166,14 @@ std::vector<SuiteEntry> load_suite(const fs::path& dir) {
         }
     } else {
         for (const auto& file : fs::directory_iterator(dir))
-            if (file.path().extension() == ".yaml")
+            if (file.is_regular_file() && recipe::is_recipe_file(file.path()))
                 suite.push_back({file.path().filename().string(), file.path(), std::nullopt});
         std::sort(suite.begin(), suite.end(),
                   [](const SuiteEntry& a, const SuiteEntry& b) { return a.name < b.name; });
     }
     if (suite.empty())
         throw InputError(
-            fmt::format("--suite {}: no recipes (*.yaml, or suite.yaml listing them)", dir.string()));
+            fmt::format("--suite {}: no recipes (*.yaml, *.yml, *.json, *.toml, *.sh, or suite.yaml listing them)", dir.string()));
     return suite;
 }
 

@@ -25,6 +25,12 @@ Format format_of(const std::filesystem::path& path) {
     return Format::yaml;
 }
 
+bool is_recipe_file(const std::filesystem::path& path) {
+    const auto extension = util::to_lower(path.extension().string());
+    return extension == ".yaml" || extension == ".yml" || extension == ".json" || extension == ".toml" || extension == ".sh" ||
+           extension == ".bash";
+}
+
 std::string extension_of(Format format) {
     switch (format) {
         case Format::json: return ".json";

@@ -72,6 +72,8 @@ bool is_key_path(std::string_view pattern);
 /// config they name), anything else YAML.
 enum class Format { yaml, json, toml, shell };
 Format format_of(const std::filesystem::path& path);
+/// True for a file a recipe may be written in: `.yaml`, `.yml`, `.json`, `.toml`, `.sh`, `.bash`.
+bool is_recipe_file(const std::filesystem::path& path);
 /// The extension a copy of a recipe in that format is written with (`.yaml`, `.json`, `.toml`).
 std::string extension_of(Format format);
 

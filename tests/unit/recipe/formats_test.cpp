@@ -363,9 +363,7 @@ std::vector<fs::path> shared_recipe_files() {
     const auto shared = test_support::shared_dir();
     if (shared.empty()) return files;
     for (const auto& entry : fs::recursive_directory_iterator(shared / "recipes")) {
-        const auto extension = entry.path().extension();
-        if (extension == ".yaml" || extension == ".yml" || extension == ".json" || extension == ".toml" || extension == ".sh")
-            files.push_back(entry.path());
+        if (recipe::is_recipe_file(entry.path())) files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
     return files;
