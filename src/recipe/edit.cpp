@@ -179,8 +179,10 @@ private:
                 fail(edit, "the key '" + key + "' holds a '.', so its path cannot be told from a new key's; edit it by hand");
         if (m_format == Format::json) return insert_json(edit, parent, missing);
         if (m_format == Format::toml) return insert_toml(edit, parent, missing);
-        if (m_format == Format::shell)
+        if (m_format == Format::shell) {
+            if (is_exports(parent)) return insert_export(edit, parent, missing);
             return takes_override(parent, missing.front()) ? insert_override(edit, parent, false) : insert_flag(edit, parent, missing);
+        }
         if (parent.from_alias) fail(edit, "its parent comes from a YAML alias; edit the anchored mapping instead");
         if (parent.kind == Node::Kind::mapping && parent.flow)
             fail(edit, "its parent is a flow mapping ({...}); expected a block mapping to add a key to");
@@ -319,6 +321,27 @@ private:
         if (edit.value.kind() == Value::Kind::boolean) return bool_flag_word(edit, edit.path, edit.value);
         if (edit.value.is_null()) fail(edit, "a command-line flag cannot say null; remove the flag by hand");
         return "--" + edit.path + " " + safe_word(edit, edit.value.to_string());
+    }
+
+    /// A launch script's `export`ed variables (the reader's `env` section).
+    bool is_exports(const Node& node) const {
+        const auto env = std::find(m_root.keys.begin(), m_root.keys.end(), "env");
+        return env != m_root.keys.end() && &m_root.children[std::size_t(env - m_root.keys.begin())] == &node;
+    }
+
+    /// `export NAME=value` on a line of its own after the script's last export.
+    std::string insert_export(const Edit& edit, const Node& exports, const std::vector<std::string>& missing) const {
+        const bool name_ok = missing.size() == 1 && !missing.front().empty() &&
+                             !std::isdigit(static_cast<unsigned char>(missing.front().front())) &&
+                             std::all_of(missing.front().begin(), missing.front().end(),
+                                         [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+        if (!name_ok) fail(edit, "an environment variable's name is letters, digits and _");
+        if (edit.value.is_null()) return m_text;  // an unset variable is not exported already
+        const std::string value = edit.value.kind() == Value::Kind::boolean ? (*edit.value.as_bool() ? "true" : "false")
+                                                                              : safe_word(edit, edit.value.to_string());
+        const auto at = std::min(offset_of(m_text, exports.last_line + 1, 0), m_text.size());
+        const std::string prefix = (at > 0 && m_text[at - 1] != '\n') ? "\n" : "";
+        return spliced(m_text, {{at, at, prefix + "export " + missing.front() + "=" + value + "\n"}});
     }
 
     /// `--flag value` added to its argument array, on a line of its own before the array's `)`.

@@ -354,13 +354,9 @@ private:
     void command(std::size_t first, const std::vector<Frame>& frames) {
         std::size_t end = first;
         while (end < m_tokens.size() && !m_tokens[end].separator()) ++end;
-        std::size_t program = end;
-        for (std::size_t i = first; i < end && program == end; ++i) {
-            const std::string& previous = i > first ? m_tokens[i - 1].raw : std::string();
-            if (expand(m_tokens[i].raw).text.ends_with(".py") || previous == "-m" || (previous == "run" && m_tokens[first].raw == "tune"))
-                program = i;
-        }
+        const std::size_t program = program_of(first, end);
         if (program == end) return;
+        if (active(frames)) launcher_flags(first, program);
         if (active(frames)) base_arguments(program, end);
         for (std::size_t i = program + 1; i < end; ++i) {
             const Token& word = m_tokens[i];
@@ -373,6 +369,38 @@ private:
             if (!flag.empty()) i = add_flag_override(i, end, flag, active(frames));
             else if (active(frames)) add_override(word, equals);
         }
+    }
+
+    /// The word naming the Python program of the command from `first`: a `.py` file, the module after
+    /// `-m`, or `tune run`'s recipe (after its own flags); `end` when the command runs none.
+    std::size_t program_of(std::size_t first, std::size_t end) const {
+        for (std::size_t i = first; i < end; ++i) {
+            const std::string& previous = i > first ? m_tokens[i - 1].raw : std::string();
+            if (expand(m_tokens[i].raw).text.ends_with(".py") || previous == "-m") return i;
+            if (m_tokens[i].raw == "run" && m_tokens[first].raw == "tune") {
+                std::size_t at = i + 1;
+                while (at < end && m_tokens[at].raw.starts_with("-"))
+                    at += m_tokens[at].raw.find('=') == std::string::npos && at + 1 < end ? 2 : 1;
+                return std::min(at, end);
+            }
+        }
+        return end;
+    }
+
+    /// The launcher's own flags before the program (`torchrun --nnodes 2 --nproc_per_node=8`, `tune run
+    /// --nproc_per_node 8`): the job's shape, under `launcher.` (`launcher.--nnodes`). Arrays expanded
+    /// there (`${DISTRIBUTED_ARGS[@]}`) keep their flags under their own names.
+    void launcher_flags(std::size_t first, std::size_t program) {
+        const std::size_t end = m_tokens[program - 1].raw == "-m" ? program - 1 : program;
+        std::vector<Piece> pieces;
+        std::size_t at = first + 1;
+        while (at < end && !m_tokens[at].raw.starts_with("--")) ++at;  // `run` of `tune run`, `python3 -u`
+        for (; at < end; ++at) {
+            const Token& t = m_tokens[at];
+            if (t.raw.find("[@]") != std::string::npos || t.raw.find("[*]") != std::string::npos) continue;
+            pieces.push_back({t.raw, t.begin, t.end, t.line, false});
+        }
+        if (!pieces.empty()) read_flags("launcher", std::move(pieces), section("launcher", m_tokens[first]));
     }
 
     /// `--a.b value`, `--a.b=value`, or a boolean `--a.b` / `--a.no_b` (tyro's form, torchtitan's command
@@ -615,6 +643,13 @@ private:
         if (!taken) return;
         Node& array = section(name, m_tokens[first - 1]);
         array.end = m_tokens[at].begin;  // where a new flag is added: before the last `)` that fills it
+        read_flags(name, pieces, array);
+    }
+
+    /// `--flag value ...` pieces into `section`'s keys (`--flag=value` too); anything before the first
+    /// flag is refused.
+    void read_flags(const std::string& name, std::vector<Piece> pieces, Node& section) {
+        split_inline_values(pieces);
         for (std::size_t i = 0; i < pieces.size();) {
             const Piece& flag = pieces[i];
             if (!flag.raw.starts_with("-")) {
@@ -625,9 +660,20 @@ private:
             while (j < pieces.size() && !is_flag(pieces[j].raw)) ++j;
             Node value = value_node(flag, std::vector<Piece>(pieces.begin() + std::ptrdiff_t(i) + 1, pieces.begin() + std::ptrdiff_t(j)));
             set_entry(value, pieces, i, j);
-            add(array, name, flag.raw, std::move(value), flag.line);
-            array.last_line = std::max(array.last_line, pieces[j - 1].line);
+            add(section, name, flag.raw, std::move(value), flag.line);
+            section.last_line = std::max(section.last_line, pieces[j - 1].line);
             i = j;
+        }
+    }
+
+    /// `--flag=value` as the flag and its value, each at its bytes (argparse reads both forms alike).
+    static void split_inline_values(std::vector<Piece>& pieces) {
+        for (std::size_t i = 0; i < pieces.size(); ++i) {
+            const auto equals = pieces[i].raw.find('=');
+            if (!pieces[i].raw.starts_with("--") || equals == std::string::npos || pieces[i].quoted_group) continue;
+            Piece value{pieces[i].raw.substr(equals + 1), pieces[i].begin + equals + 1, pieces[i].end, pieces[i].line, false};
+            pieces[i].raw.resize(equals), pieces[i].end = pieces[i].begin + equals;
+            pieces.insert(pieces.begin() + std::ptrdiff_t(i) + 1, std::move(value));
         }
     }
 

@@ -129,8 +129,14 @@ TEST(RecipeFormats, ALaunchScriptReadsItsArgumentArraysWithTheVariablesItAssigns
              {"    --save \"$CKPT\"\n", "    --save \"$CKPT\"\n    --pipeline-model-parallel-size 2\n"}})
         expected.replace(expected.find(from), from.size(), to);
     EXPECT_EQ(edited.text(), expected);
+    // A new environment variable is a new export after the last one.
+    const auto exported = doc.with_edits({{"env.NCCL_DEBUG", Value::string("WARN")}});
+    EXPECT_NE(exported.text().find("export CUDA_DEVICE_MAX_CONNECTIONS=1\nexport NCCL_DEBUG=WARN\n"), std::string::npos)
+        << exported.text();
+    EXPECT_EQ(exported.find("env.NCCL_DEBUG")->to_string(), "WARN");
     // What a script cannot take safely is refused, not written.
     for (const auto& refused : std::vector<recipe::Edit>{{"MODEL_ARGS.--swiglu", Value::number(2)},
+                                                         {"env.BAD-NAME", Value::number(1)},
                                                          {"MODEL_ARGS.--save", Value::string("other")},
                                                          {"MODEL_ARGS.--num-layers", Value::string("$(reboot)")}})
         EXPECT_THROW((void)doc.with_edits({refused}), InputError) << refused.path;
