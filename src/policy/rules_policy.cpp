@@ -43,15 +43,17 @@ struct Candidate {
 
 class Resolver {
 public:
-    Resolver(const CampaignState& state, const recipe::Document& incumbent, gate::Expression::Lookup facts)
-        : m_state(state), m_adapter(*state.adapter), m_incumbent(incumbent), m_facts(std::move(facts)) {}
+    /// `spell_recompute`: the family's recompute keys are named by no move (see spelt_recompute).
+    Resolver(const CampaignState& state, const recipe::Document& incumbent, gate::Expression::Lookup facts, bool spell_recompute)
+        : m_state(state), m_adapter(*state.adapter), m_incumbent(incumbent), m_facts(std::move(facts)),
+          m_spell_recompute(spell_recompute) {}
 
     /// The move's edits against the incumbent, or nullopt when the move does not apply.
     std::optional<Edits> resolve(const Move& move) const {
         for (const auto& [lever, wanted] : move.requires_values)
             if (!lever_is(lever, wanted)) return std::nullopt;
         const auto target = target_of(move);
-        if (!target) return std::nullopt;
+        if (!target) return m_spell_recompute ? spelt_recompute(move) : std::nullopt;
         const auto& [path, rule] = *target;
         const std::optional<double> cur = current_number(move.lever, path);
         const auto value = move.set ? checked_set(move, *rule, path, cur) : stepped(move, *rule, path, cur);
@@ -63,20 +65,42 @@ public:
         for (const auto& [lever, expr] : move.adjust) {
             const gate::KeyRule* companion = companion_rule(lever, move.lever);
             if (companion == nullptr) continue;
-            const auto adjusted = expr.evaluate(bind(new_number, cur));
+            const std::string companion_path = m_state.original->placed(companion->pattern);
+            const auto companion_value = current_value(companion_path);
+            const auto adjusted = expr.evaluate(bind(new_number, cur, companion_value ? number_of(*companion_value) : std::nullopt));
             if (!adjusted || *adjusted < 1 || std::floor(*adjusted) != *adjusted) return std::nullopt;
             const Value adjusted_value = Value::number(*adjusted);
             if (!companion->domain.violation(adjusted_value).empty()) return std::nullopt;
-            edits.insert_or_assign(m_state.original->placed(companion->pattern), adjusted_value);
+            edits.insert_or_assign(companion_path, adjusted_value);
         }
         return edits;
     }
 
 private:
-    gate::Expression::Lookup bind(std::optional<double> new_value, std::optional<double> cur) const {
-        return [this, new_value, cur](const std::string& name) -> std::optional<double> {
+    /// A recompute move in a family whose recompute keys no move names (MaxText's remat_policy): the level
+    /// in the family's own spelling (its runtime's `recompute`), judged by its `recompute` quantity.
+    std::optional<Edits> spelt_recompute(const Move& move) const {
+        if (move.lever != "recompute" || !move.set) return std::nullopt;
+        const auto on = move.set->as_bool();
+        const std::string level = move.set->is_null() || on == false ? "none" : on == true ? "full" : move.set->to_string();
+        const auto& spelt = m_adapter.runtime().recompute;
+        const auto found = spelt.find(level);
+        if (found == spelt.end()) return std::nullopt;
+        const double wanted = level == "none" ? 0 : level == "selective" ? 1 : 2;
+        const auto have = m_adapter.has_quantity("recompute") ? m_adapter.quantity(m_incumbent, "recompute", *m_state.cluster)
+                                                               : std::nullopt;
+        if ((have && *have == wanted) || !guard_holds(move, wanted, have)) return std::nullopt;
+        Edits edits;
+        for (const auto& [path, value] : found->second) edits.insert_or_assign(m_state.original->placed(path), value);
+        return edits;
+    }
+
+    gate::Expression::Lookup bind(std::optional<double> new_value, std::optional<double> cur,
+                                  std::optional<double> companion = std::nullopt) const {
+        return [this, new_value, cur, companion](const std::string& name) -> std::optional<double> {
             if (name == "new") return new_value;
             if (name == "cur") return cur;
+            if (name == "companion") return companion;
             return m_facts(name);
         };
     }
@@ -217,6 +241,7 @@ private:
     const gate::Adapter& m_adapter;
     const recipe::Document& m_incumbent;
     gate::Expression::Lookup m_facts;
+    bool m_spell_recompute;
 };
 
 /// The configuration key used to never propose a measured (or refused) configuration twice.
@@ -321,6 +346,18 @@ private:
                 {"best_gain", best_gain}};
     }
 
+    /// True when no recompute move names a key the family writes its recompute choices with: its
+    /// recompute moves are then written in its own spelling.
+    bool recompute_unnamed(const gate::Adapter& adapter) const {
+        for (const auto& phase : m_rules.phases)
+            for (const auto& move : phase.moves)
+                for (const auto& key : move.lever == "recompute" ? move.keys : std::vector<std::string>{})
+                    for (const auto& [level, keys] : adapter.runtime().recompute)
+                        for (const auto& [path, value] : keys)
+                            if (ends_with_key(path, key)) return false;
+        return true;
+    }
+
     std::vector<Candidate> applicable(const CampaignState& state, const recipe::Document& incumbent,
                                       const gate::Expression::Lookup& facts) const {
         std::set<std::string> tried_moves, tried_configs;
@@ -328,7 +365,7 @@ private:
             tried_configs.insert(signature(trial.edits));
             if (trial.incumbent == state.incumbent) tried_moves.insert(trial.move);
         }
-        const Resolver resolver{state, incumbent, facts};
+        const Resolver resolver{state, incumbent, facts, recompute_unnamed(*state.adapter)};
         std::vector<Candidate> out;
         for (std::size_t p = 0; p < m_rules.phases.size(); ++p) {
             const Phase& phase = m_rules.phases[p];
