@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 namespace attune::sim {
 namespace {
 
@@ -19,6 +21,42 @@ TEST(SimFromRecipe, ReadsTheExampleNemoRecipeThroughItsAdapter) {
     const auto space = lever_space(*loaded.adapter);
     EXPECT_FALSE(space.tp.empty());
     EXPECT_FALSE(space.recompute.empty());
+}
+
+// A LoRA fine-tune and its full fine-tune twin (the same torchtune recipe with a plain builder and no
+// lora_* arguments), both sharded by FSDP2 over the same ranks: the base weights are frozen under LoRA,
+// so their fp32 gradients (4 bytes per parameter) and AdamW's master copy and moments (12 bytes) are
+// gone, and only their bf16 copy (2 bytes) stays; the adapters' own states are a rounding error.
+TEST(SimFromRecipe, ALoraFineTuneSavesWhatFrozenWeightsDoNotNeedAgainstItsFullTwin) {
+    const std::string path = ATTUNE_SOURCE_DIR "/examples/recipes/torchtune-llama3-70b-lora-h100.yaml";
+    const auto lora_recipe = gate::load_recipe(path, gate::default_rules());
+    std::string twin_text;
+    for (std::istringstream lines(lora_recipe.document.text()); !lines.eof();) {
+        std::string line;
+        std::getline(lines, line);
+        if (line.starts_with("  lora_") || line.starts_with("  apply_lora_")) continue;
+        if (line.find("lora_llama3_1_70b") != std::string::npos) line = "  _component_: torchtune.models.llama3_1.llama3_1_70b";
+        twin_text += line + "\n";
+    }
+    const auto twin = recipe::Document::parse(twin_text, "full-twin.yaml");
+    cluster::Cluster cluster = cluster::default_cluster();
+    cluster.nodes = 2;
+    const auto lora_in = from_recipe(lora_recipe.document, *lora_recipe.adapter, cluster);
+    const auto full_in = from_recipe(twin, *lora_recipe.adapter, cluster);
+    ASSERT_TRUE(lora_in.layout.lora);
+    ASSERT_FALSE(full_in.layout.lora);
+    const auto lora = estimate(lora_in.hardware, lora_in.model, lora_in.layout);
+    const auto full = estimate(full_in.hardware, full_in.model, full_in.layout);
+    ASSERT_TRUE(lora.valid && full.valid);
+    const double shard_params = full.memory_gib.optimizer / 12;   // this rank's share of the weights, in Gi-parameters
+    EXPECT_NEAR(full.memory_gib.grads, 4 * shard_params, 1e-9);
+    EXPECT_DOUBLE_EQ(lora.memory_gib.grads, 0.0);
+    EXPECT_DOUBLE_EQ(lora.memory_gib.optimizer, 0.0);
+    EXPECT_NEAR(lora.memory_gib.params, 2 * shard_params, 1e-9);
+    // 70.6 B parameters over 16 ranks: 4.4 B each, 16 bytes of which LoRA saves: about 66 GiB per GPU.
+    EXPECT_NEAR(full.memory_gib.grads + full.memory_gib.optimizer, 16 * shard_params, 1e-9);
+    EXPECT_NEAR(16 * shard_params, 65.7, 1.0);
+    EXPECT_LT(lora.memory_gib.total, full.memory_gib.total - 16 * shard_params + 1.0);
 }
 
 TEST(SimFromRecipe, ReadsQwen3FromANemoRecipeWithItsHeadSizeAndTokenizer) {
