@@ -30,7 +30,7 @@ std::vector<fs::path> corpus_cases() {
 fs::path file_named(const fs::path& dir, const std::string& stem) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec))
-        if (entry.path().stem() == stem && entry.path().extension() != ".json") return entry.path();
+        if (entry.path().stem() == stem) return entry.path();
     return dir / (stem + ".yaml");
 }
 
