@@ -114,7 +114,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, TuneReachesTheOracle,
                                          AcceptanceCase{"megatron-lm-llama3-8b-h100.sh", "", 1.5, 0.95},
                                          AcceptanceCase{"torchtitan-llama3-8b-h100.toml", "", 1.0, 0.95},
                                          AcceptanceCase{"megatron-bridge-llama3-8b-h100.sh", "", 1.5, 0.95},
-                                         AcceptanceCase{"torchtune-llama3-70b-lora-h100.yaml", "", 1.05, 0.95}));
+                                         AcceptanceCase{"torchtune-llama3-70b-lora-h100.yaml", "", 1.05, 0.95},
+                                         AcceptanceCase{"llama-factory-qwen3-8b-lora-h100.yaml", "../bench/clusters/p5-h100-1node.yaml", 1.4, 0.95}));
 
 TEST(TuneLaunchScript, TheBestRecipeIsTheSameScriptEditedAndBashStillReadsIt) {
     const TempDir dir;

@@ -27,7 +27,7 @@ std::vector<SharedRecipe> shared_recipes() {
     const std::vector<std::tuple<std::string, std::string, std::string>> families = {
         {"nemo", "", "nemo"}, {"sagemaker-hyperpod", "hf_", "hyperpod-hf"}, {"automodel", "", "automodel"},
         {"axolotl", "", "axolotl"}, {"megatron-lm", "", "megatron-lm"}, {"torchtitan", "", "torchtitan"},
-        {"torchtune", "", "torchtune"},
+        {"torchtune", "", "torchtune"}, {"deepspeed", "", "deepspeed"}, {"llama-factory", "", "llama-factory"},
         // MaxText's model files are fragments its pyconfig merges over base.yml, not recipes of their own.
         {"maxtext", "base", "maxtext"}};
     for (const auto& [folder, prefix, family] : families)
