@@ -457,6 +457,7 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
         }
         if (d.field == Field::tp) tp = v;
     }
+    hold_batch(out, values);
     if (m_sp_path) out.insert_or_assign(*m_sp_path, Value::boolean(tp > 1));
     if (m_vocab_path) {  // written even when tp is the original's: the incumbent may have moved it
         const double multiple = *m_vocab_multiple * m_inputs.layout.tp / tp;
@@ -467,6 +468,41 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
             out.insert_or_assign(*m_vocab_path, Value::number(multiple));
     }
     return out;
+}
+
+void ConfigSpace::hold_batch(Edits& out, const std::vector<int>& values) const {
+    const auto mbs_dim = std::find_if(m_dims.begin(), m_dims.end(), [](const Dimension& d) { return d.field == Field::mbs; });
+    const gate::KeyRule* accumulation = nullptr;
+    for (const auto& rule : m_adapter->key_rules())
+        if (rule.lever == "grad_accum" && recipe::is_key_path(rule.pattern) && m_original->find(rule.pattern) != nullptr) {
+            accumulation = &rule;
+            break;
+        }
+    if (mbs_dim == m_dims.end() && accumulation == nullptr) return;
+    const auto quantity = [&](const Edits& edits, const char* name) -> std::optional<double> {
+        try {
+            return m_adapter->quantity(m_original->with_edits(edit_list(edits)), name, *m_cluster);
+        } catch (const InputError&) {
+            return std::nullopt;
+        }
+    };
+    // A family whose micro batch key is per device (MaxText: per_device_batch_size, while a model replica
+    // of tp x cp x pp devices runs that many times more) gets the key that gives the point's micro batch.
+    if (mbs_dim != m_dims.end()) {
+        const double wanted = values[std::size_t(mbs_dim - m_dims.begin())];
+        const Value* written = out.contains(mbs_dim->path) ? &out.at(mbs_dim->path) : m_original->find(mbs_dim->path);
+        const auto key = written ? written->as_number() : std::nullopt;
+        if (const auto read = quantity(out, "mbs"); key && read && *read > 0 && *read != wanted)
+            out.insert_or_assign(mbs_dim->path, Value::number(*key * wanted / *read));
+    }
+    // A family whose global batch is micro batch x accumulation x dp holds it by its accumulation steps.
+    if (accumulation == nullptr) return;
+    const auto original_gbs = m_adapter->quantity(*m_original, "gbs", *m_cluster);
+    const auto candidate_gbs = quantity(out, "gbs");
+    const auto steps = m_original->find(accumulation->pattern)->as_number();
+    if (!original_gbs || !candidate_gbs || !steps || *candidate_gbs <= 0 || *candidate_gbs == *original_gbs) return;
+    const double held = *steps * *original_gbs / *candidate_gbs;
+    if (held >= 1 && std::floor(held) == held) out.insert_or_assign(m_original->placed(accumulation->pattern), Value::number(held));
 }
 
 std::optional<Point> ConfigSpace::point_of(const Edits& edits) const {

@@ -103,6 +103,10 @@ public:
     [[nodiscard]] std::string describe(const Point& point) const;
 
 private:
+    /// Writes the point's micro batch in a family's own terms (a per-device key) and holds the global
+    /// batch by the accumulation steps where the family's global batch is micro batch x accumulation x dp.
+    void hold_batch(Edits& out, const std::vector<int>& values) const;
+
     /// The value of each dimension's lever at a point, or in a layout.
     [[nodiscard]] std::vector<int> values(const Point& point) const;
     [[nodiscard]] std::vector<int> values(const sim::Layout& layout) const;

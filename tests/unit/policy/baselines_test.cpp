@@ -84,6 +84,35 @@ TEST(ConfigSpace, SearchesAMegatronLaunchScriptWithoutWritingTheDefaultsItLeaves
     EXPECT_TRUE(space.admits(layout));
 }
 
+// A family whose global batch is per device x accumulation x dp (torchtune) holds it by the accumulation
+// steps; one whose micro batch key is per device (MaxText's per_device_batch_size: a replica of tp x cp x pp
+// devices runs that many times more) gets the key that gives the layout's micro batch. Both read back as the
+// layout the point is, and the gate allows them.
+TEST(ConfigSpace, WritesAPerDeviceFamilysBatchKeysSoThatTheLayoutAndTheGlobalBatchHold) {
+    const auto torchtune = load("torchtune-llama3-70b-lora-h100.yaml");
+    const ConfigSpace tt(torchtune.recipe.document, *torchtune.recipe.adapter, torchtune.cluster, gate::default_rules(),
+                         default_gate_policy());
+    auto layout = tt.inputs().layout;
+    layout.cp = 2;
+    const auto tt_changes = tt.changes(layout);
+    EXPECT_EQ(tt_changes.at("gradient_accumulation_steps").as_number(), 16) << "8 x dp 64 / dp 32";
+    EXPECT_TRUE(tt.admits(layout));
+
+    const auto maxtext = load("maxtext-llama3-8b-h100.sh");
+    const ConfigSpace mx(maxtext.recipe.document, *maxtext.recipe.adapter, maxtext.cluster, gate::default_rules(),
+                         default_gate_policy());
+    layout = mx.inputs().layout;
+    ASSERT_EQ(layout.tp, 2);
+    ASSERT_EQ(layout.mbs, 2) << "one sample per device, two devices per replica";
+    layout.tp = 1;   // the same micro batch per replica: two samples per device
+    const auto mx_changes = mx.changes(layout);
+    EXPECT_EQ(mx_changes.at("per_device_batch_size").as_number(), 2);
+    EXPECT_EQ(mx_changes.at("gradient_accumulation_steps").as_number(), 4) << "2 x 64 devices x 4 = 512, as 1 x 64 x 8";
+    const auto doc = maxtext.recipe.document.with_edits(edit_list(mx_changes));
+    EXPECT_EQ(sim::from_recipe(doc, *maxtext.recipe.adapter, maxtext.cluster).layout.mbs, 2);
+    EXPECT_TRUE(mx.admits(layout));
+}
+
 TEST(ConfigSpace, AdmissiblePointsPassTheGateAgainstTheOriginal) {
     for (const std::string recipe :
          {"nemo-llama3-8b-h100.yaml", "nemo-mixtral-8x7b-h100.yaml", "hyperpod-llama3-8b-h100.yaml"}) {
