@@ -531,7 +531,7 @@ std::map<std::string, double> shape_facts(const recipe::Document& recipe, const 
         const auto& m = in.model;
         return {{"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads},   {"kv_heads", m.kv_heads},
                 {"ffn", m.ffn},       {"vocab", m.vocab},   {"experts", m.experts}, {"vpp", in.layout.vpp},
-                {"etp", in.layout.etp}};
+                {"etp", in.layout.etp}, {"fsdp_sharded", in.layout.sharding == sim::Sharding::fsdp ? 1.0 : 0.0}};
     } catch (const InputError&) {
         return {};
     }
