@@ -18,12 +18,6 @@ bool directive_char(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || std::string_view("._,:=/@+%~-").find(c) != std::string_view::npos;
 }
 
-bool valid_variable_name(std::string_view name) {
-    if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front())) != 0) return false;
-    return std::all_of(name.begin(), name.end(),
-                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; });
-}
-
 std::optional<std::time_t> parse_timestamp(std::string_view text) {
     std::tm tm{};
     const std::string s(text);
@@ -147,7 +141,7 @@ std::string render_script(const cluster::Cluster& cluster, const JobSpec& spec) 
     std::map<std::string, std::string> env = cluster.env;
     for (const auto& [name, value] : spec.env) env[name] = value;
     for (const auto& [name, value] : env) {
-        if (!valid_variable_name(name))
+        if (!util::valid_variable_name(name))
             throw InputError(fmt::format("environment variable '{}': not a valid name ([A-Za-z_][A-Za-z0-9_]*)", name));
         s << "export " << name << "=" << shell_quote(value, "environment variable " + name) << "\n";
     }

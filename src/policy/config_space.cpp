@@ -186,6 +186,12 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
     // rescales that multiple so that the padded vocabulary (part of the model) stays as it was.
     m_vocab_multiple = adapter.quantity(original, "vocab_multiple", cluster);
     m_uneven_stages = adapter.quantity(original, "uneven_stages", cluster).value_or(0) == 1;
+    for (const auto& rule : adapter.key_rules())
+        if (rule.lever == "grad_accum" && recipe::is_key_path(rule.pattern) && original.find(rule.pattern) != nullptr) {
+            m_accumulation = &rule;
+            m_original_gbs = adapter.quantity(original, "gbs", cluster);
+            break;
+        }
     if (const auto* rule = adapter.lever_rule("vocab_padding"); rule && m_vocab_multiple)
         m_vocab_path = original.placed(rule->pattern);
     const auto& keys = adapter.key_rules();
@@ -472,13 +478,7 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
 
 void ConfigSpace::hold_batch(Edits& out, const std::vector<int>& values) const {
     const auto mbs_dim = std::find_if(m_dims.begin(), m_dims.end(), [](const Dimension& d) { return d.field == Field::mbs; });
-    const gate::KeyRule* accumulation = nullptr;
-    for (const auto& rule : m_adapter->key_rules())
-        if (rule.lever == "grad_accum" && recipe::is_key_path(rule.pattern) && m_original->find(rule.pattern) != nullptr) {
-            accumulation = &rule;
-            break;
-        }
-    if (mbs_dim == m_dims.end() && accumulation == nullptr) return;
+    if (mbs_dim == m_dims.end() && m_accumulation == nullptr) return;
     const auto quantity = [&](const Edits& edits, const char* name) -> std::optional<double> {
         try {
             return m_adapter->quantity(m_original->with_edits(edit_list(edits)), name, *m_cluster);
@@ -496,13 +496,12 @@ void ConfigSpace::hold_batch(Edits& out, const std::vector<int>& values) const {
             out.insert_or_assign(mbs_dim->path, Value::number(*key * wanted / *read));
     }
     // A family whose global batch is micro batch x accumulation x dp holds it by its accumulation steps.
-    if (accumulation == nullptr) return;
-    const auto original_gbs = m_adapter->quantity(*m_original, "gbs", *m_cluster);
+    if (m_accumulation == nullptr || !m_original_gbs) return;
     const auto candidate_gbs = quantity(out, "gbs");
-    const auto steps = m_original->find(accumulation->pattern)->as_number();
-    if (!original_gbs || !candidate_gbs || !steps || *candidate_gbs <= 0 || *candidate_gbs == *original_gbs) return;
-    const double held = *steps * *original_gbs / *candidate_gbs;
-    if (held >= 1 && std::floor(held) == held) out.insert_or_assign(m_original->placed(accumulation->pattern), Value::number(held));
+    const auto steps = m_original->find(m_accumulation->pattern)->as_number();
+    if (!candidate_gbs || !steps || *candidate_gbs <= 0 || *candidate_gbs == *m_original_gbs) return;
+    const double held = *steps * *m_original_gbs / *candidate_gbs;
+    if (held >= 1 && std::floor(held) == held) out.insert_or_assign(m_original->placed(m_accumulation->pattern), Value::number(held));
 }
 
 std::optional<Point> ConfigSpace::point_of(const Edits& edits) const {

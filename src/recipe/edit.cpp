@@ -331,11 +331,8 @@ private:
 
     /// `export NAME=value` on a line of its own after the script's last export.
     std::string insert_export(const Edit& edit, const Node& exports, const std::vector<std::string>& missing) const {
-        const bool name_ok = missing.size() == 1 && !missing.front().empty() &&
-                             !std::isdigit(static_cast<unsigned char>(missing.front().front())) &&
-                             std::all_of(missing.front().begin(), missing.front().end(),
-                                         [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-        if (!name_ok) fail(edit, "an environment variable's name is letters, digits and _");
+        if (missing.size() != 1 || !util::valid_variable_name(missing.front()))
+            fail(edit, "an environment variable's name is letters, digits and _, not starting with a digit");
         if (edit.value.is_null()) return m_text;  // an unset variable is not exported already
         const std::string value = edit.value.kind() == Value::Kind::boolean ? (*edit.value.as_bool() ? "true" : "false")
                                                                               : safe_word(edit, edit.value.to_string());

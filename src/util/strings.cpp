@@ -145,6 +145,12 @@ bool glob_from(std::string_view pattern, std::string_view text, char separator) 
 
 }  // namespace
 
+bool valid_variable_name(std::string_view name) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front())) != 0) return false;
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; });
+}
+
 bool glob_match(std::string_view pattern, std::string_view text, char separator) {
     return glob_from(pattern, text, separator);
 }

@@ -125,6 +125,10 @@ private:
     std::optional<Point> m_original_point;
     std::optional<std::string> m_sp_path, m_vocab_path;
     std::optional<double> m_vocab_multiple;
+    /// A per-device-batch family's accumulation key (lever grad_accum) as the original writes it, and the
+    /// original's global batch it holds; null where the family has none.
+    const gate::KeyRule* m_accumulation = nullptr;
+    std::optional<double> m_original_gbs;
     const gate::Rules* m_rules;
     const gate::Policy* m_gate_policy;
     mutable std::map<std::vector<int>, bool> m_admissible;  ///< by lever values

@@ -27,4 +27,7 @@ std::string format_number(double value);
 /// Glob match where `*` matches any run of characters but `separator`, and `**` matches anything.
 bool glob_match(std::string_view pattern, std::string_view text, char separator);
 
+/// True for a shell variable's name: `[A-Za-z_][A-Za-z0-9_]*`.
+bool valid_variable_name(std::string_view name);
+
 }  // namespace attune::util
