@@ -8,6 +8,7 @@
 #include "split.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -520,6 +521,7 @@ private:
     // the joined text (the wrap added only the line break); a third piece joins the same way.
     bool rejoin(std::string_view line) {
         const std::string& record_text = m_last_progress.text;
+        line.remove_prefix(piece_prefix(record_text, line));
         const bool cut_number = !record_text.empty() && !line.empty() && is_number_char(record_text.back()) &&
                                 (is_number_char(line.front()) || line.front() == 'E' || line.front() == 'e');
         const bool new_key = std::any_of(m_spec->fields.begin(), m_spec->fields.end(), [&](const detail::FieldSpec& field) {
@@ -540,6 +542,20 @@ private:
     }
 
     static bool is_number_char(char c) { return (c >= '0' && c <= '9') || c == '.'; }
+
+    // A collector that stamps every piece of a line it wraps (Kubernetes' CRI log: `<time> stdout P `,
+    // then `F` on the last piece) repeats the record's prefix before each piece: the bytes both lines
+    // start with, alike in shape (a digit where a digit was, a letter where a letter was) up to a space,
+    // holding a time. Their length, or 0.
+    static std::size_t piece_prefix(std::string_view record, std::string_view line) {
+        auto kind = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) ? '0' : std::isalpha(static_cast<unsigned char>(c)) ? 'a' : c; };
+        const std::size_t n = std::min(record.size(), line.size());
+        std::size_t cut = 0;
+        for (std::size_t i = 0; i < n && kind(record[i]) == kind(line[i]); ++i) {
+            if (line[i] == ' ') cut = i + 1;
+        }
+        return cut > 0 && detail::timestamp_of(line.substr(0, cut)) ? cut : 0;
+    }
 
     // The last progress record and its time; the silence after it is measured from here.
     void note_progress(std::string_view line, std::size_t line_number) {
