@@ -34,17 +34,19 @@ void make_folder(const fs::path& dir) {
 
 void copy_in(const fs::path& from, const fs::path& to) { util::write_file_atomically(to, util::read_text_file(from)); }
 
-/// The config a launch command's overrides apply to, copied where a copy of the recipe in `folder` finds
-/// it, so that --resume, replay and `gate check` on the best recipe read the same base. A base named by an absolute path, or one that would land
-/// outside the campaign's recipes/, is read where it is.
-void copy_base_config(const recipe::Document& recipe, const fs::path& folder) {
-    const auto& base = recipe.base_config();
-    if (!base || fs::path(base->named).is_absolute()) return;
-    const fs::path to = (folder / base->named).lexically_normal();
-    const auto inside = to.lexically_relative(folder.lexically_normal());
-    if (inside.empty() || *inside.begin() == "..") return;
-    fs::create_directories(to.parent_path());
-    copy_in(base->file, to);
+/// The configs the recipe composes (a launch command's base, its Hydra defaults), copied where a copy of
+/// the recipe in `folder` finds them, so that --resume, replay and `gate check` on the best recipe read
+/// the same keys. A config named by an absolute path, or one that would land outside `folder`, is read
+/// where it is.
+void copy_base_configs(const recipe::Document& recipe, const fs::path& folder) {
+    for (const auto& base : recipe.base_configs()) {
+        if (fs::path(base.named).is_absolute()) continue;
+        const fs::path to = (folder / base.named).lexically_normal();
+        const auto inside = to.lexically_relative(folder.lexically_normal());
+        if (inside.empty() || *inside.begin() == "..") continue;
+        fs::create_directories(to.parent_path());
+        copy_in(base.file, to);
+    }
 }
 
 json cluster_json(const cluster::Cluster& c) {
@@ -121,8 +123,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
     // The copy keeps the recipe's format, which its extension names.
     const std::string original = "recipes/original" + recipe::extension_of(context.original.format());
     copy_in(settings.recipe, dir / original);
-    copy_base_config(context.original, dir / "recipes");
-    copy_base_config(context.original, dir);  // beside best.<ext>, so that it reads where it is written
+    copy_base_configs(context.original, dir / "recipes");
+    copy_base_configs(context.original, dir);  // beside best.<ext>, so that it reads where it is written
     if (settings.cluster_file) copy_in(*settings.cluster_file, dir / k_cluster);
     if (settings.gate_policy) copy_in(*settings.gate_policy, dir / k_gate_policy);
     if (settings.model_config) {

@@ -37,8 +37,10 @@ struct ExplainRequest {
 
 /// A candidate is a recipe, or a `.overrides` file of hydra overrides applied to the baseline.
 recipe::Document load_candidate(const std::string& path, const recipe::Document& baseline) {
-    if (!path.ends_with(".overrides"))
-        return recipe::Document::load(path, baseline.env_sections());
+    if (!path.ends_with(".overrides")) {
+        auto candidate = recipe::Document::load(path, baseline.env_sections());
+        return baseline.launcher_package().empty() ? candidate : candidate.with_launcher_package(baseline.launcher_package());
+    }
     std::vector<recipe::Edit> edits;
     const auto lines = util::split(util::read_text_file(path, 1u << 20), '\n');
     for (std::size_t i = 0; i < lines.size(); ++i) {

@@ -5,6 +5,8 @@
 #include <attune/util/hash.hpp>
 #include <attune/util/strings.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -215,7 +217,8 @@ std::string Domain::describe() const {
 Adapter Adapter::load(const std::filesystem::path& path, std::shared_ptr<const model::Catalogue> catalogue) {
     const DataFile file(path);
     const auto& root = file.root();
-    file.expect_fields(root, {"framework", "title", "detect", "env_sections", "model", "runtime", "launch", "quantities", "keys", "env"});
+    file.expect_fields(root, {"framework", "title", "detect", "env_sections", "launcher_package", "model", "runtime", "launch",
+                              "quantities", "keys", "env"});
     Adapter adapter;
     adapter.m_source = path.string();
     adapter.m_catalogue = std::move(catalogue);
@@ -230,6 +233,7 @@ Adapter Adapter::load(const std::filesystem::path& path, std::shared_ptr<const m
     }
     if (adapter.m_require.empty()) file.fail(root, "an adapter needs detect.require: the keys that identify it");
     adapter.m_env_sections = file.strings(root["env_sections"], "env_sections");
+    if (root["launcher_package"]) adapter.m_launcher_package = file.string(root["launcher_package"], "launcher_package");
     if (const auto model = root["model"]) {
         file.expect_fields(model, {"names", "tokenizers"});
         adapter.m_model_keys.names = file.strings(model["names"], "names");
@@ -500,6 +504,11 @@ LoadedRecipe load_recipe(const std::filesystem::path& path, const Rules& rules, 
     auto raw = recipe::Document::load(path);
     const Adapter& adapter = rules.adapter_for(raw, framework);
     if (!adapter.env_sections().empty()) raw = raw.with_env_sections(adapter.env_sections());
+    if (!adapter.launcher_package().empty()) raw = raw.with_launcher_package(adapter.launcher_package());
+    for (const auto& missing : raw.missing_defaults())
+        spdlog::warn("{}:{}: defaults entry '{}' names a config attune did not find below the recipe's folder or a folder "
+                     "above it: the keys it sets are unknown to the gate and the simulator",
+                     path.string(), missing.line, missing.entry);
     if (model_config) {
         // A file that is not a model's config is the user's error: said now, not at the first estimate.
         if (!model::resolve(model_config->string(), {}, no_catalogue(), true))

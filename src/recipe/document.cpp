@@ -41,19 +41,21 @@ std::string extension_of(Format format) {
     return ".yaml";
 }
 
-Document::Document(std::string text, std::string origin, std::vector<std::string> env_sections)
+Document::Document(std::string text, std::string origin, std::vector<std::string> env_sections, std::string launcher_package)
     : m_text(std::move(text)), m_origin(std::move(origin)), m_format(format_of(m_origin)),
-      m_env_sections(std::move(env_sections)) {
+      m_env_sections(std::move(env_sections)), m_launcher_package(std::move(launcher_package)) {
     // JSON is YAML's flow style: the YAML reader reads it, with its positions and duplicate keys.
     auto tree = std::make_shared<Tree>(m_format == Format::toml    ? read_toml(m_text, m_origin)
                                        : m_format == Format::shell ? read_shell(m_text, m_origin)
                                                                    : read_yaml(m_text, m_origin));
+    if (m_format == Format::yaml) compose_defaults(*tree, m_origin, m_launcher_package);
     m_duplicates = tree->duplicates;
     m_leaves = flatten_and_resolve(tree->root, m_env_sections, m_origin);
     m_tree = std::move(tree);
 }
 
-const std::optional<BaseConfig>& Document::base_config() const { return m_tree->base; }
+const std::vector<BaseConfig>& Document::base_configs() const { return m_tree->bases; }
+const std::vector<MissingDefault>& Document::missing_defaults() const { return m_tree->missing_defaults; }
 
 Document::~Document() = default;
 Document::Document(const Document&) = default;
@@ -70,7 +72,13 @@ Document Document::parse(std::string text, std::string origin, const std::vector
 }
 
 Document Document::with_env_sections(const std::vector<std::string>& env_sections) const {
-    Document document(m_text, m_origin, env_sections);
+    Document document(m_text, m_origin, env_sections, m_launcher_package);
+    document.m_model_config = m_model_config;
+    return document;
+}
+
+Document Document::with_launcher_package(std::string package) const {
+    Document document(m_text, m_origin, m_env_sections, std::move(package));
     document.m_model_config = m_model_config;
     return document;
 }

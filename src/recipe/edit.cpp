@@ -76,7 +76,8 @@ public:
 
     std::string apply(const Edit& edit) const {
         if (const auto splice = replacement(edit)) return spliced(m_text, {*splice});
-        const auto [chain, missing] = walk(edit);
+        auto [chain, missing] = walk(edit);
+        if (m_format != Format::shell) return insert_over_composed(edit, std::move(chain), std::move(missing));
         if (missing.empty()) return insert_override(edit, *chain.back(), true);  // a key of the base config
         return insert_keys(edit, *chain.back(), missing);
     }
@@ -169,6 +170,21 @@ private:
         return value.to_yaml();
     }
 
+    /// A key a config of the recipe's Hydra defaults sets is written into the recipe itself, whose own
+    /// keys win, below the deepest mapping the recipe writes on the key's path.
+    std::string insert_over_composed(const Edit& edit, std::vector<const Node*> chain, std::vector<std::string> missing) const {
+        const auto composed = std::find_if(chain.begin(), chain.end(), [](const Node* node) { return node->from_base; });
+        if (composed != chain.end()) {
+            const auto refused = std::find_if(composed, chain.end(), [](const Node* node) { return !node->edit_refusal.empty(); });
+            if (refused != chain.end()) fail(edit, (*refused)->edit_refusal);
+            const auto segments = split_path(edit.path);
+            const auto own = static_cast<std::size_t>(composed - chain.begin());
+            missing.assign(segments.begin() + static_cast<std::ptrdiff_t>(own - 1), segments.end());
+            chain.resize(own);
+        }
+        return insert_keys(edit, *chain.back(), missing);
+    }
+
     std::string insert_keys(const Edit& edit, const Node& parent, const std::vector<std::string>& missing) const {
         for (const auto& segment : missing)
             if (segment.front() == '[') fail(edit, "list item " + segment + " does not exist");
@@ -187,7 +203,8 @@ private:
         if (parent.kind == Node::Kind::mapping && parent.flow)
             fail(edit, "its parent is a flow mapping ({...}); expected a block mapping to add a key to");
         if (parent.kind == Node::Kind::mapping) {
-            const int indent = parent.children.empty() ? 0 : parent.children.front().key_mark.column;
+            // The recipe's own keys come before those its defaults compose (which carry no column).
+            const int indent = parent.children.empty() || parent.children.front().from_base ? 0 : parent.children.front().key_mark.column;
             const auto at = &parent == &m_root ? m_text.size() : offset_of(m_text, parent.last_line + 1, 0);
             std::string prefix = (at > 0 && m_text[at - 1] != '\n') ? "\n" : "";
             return spliced(m_text, {{at, at, prefix + key_lines(missing, indent, edit.value)}});
@@ -384,8 +401,9 @@ private:
 /// What with_edits's result depends on: the text, its origin and environment sections, and each
 /// edit's path, create flag and value as written.
 std::string edits_key(const std::string& text, const std::string& origin, const std::vector<std::string>& env_sections,
-                      const std::optional<std::filesystem::path>& model_config, const std::vector<Edit>& edits) {
-    std::string key = origin + '\0' + text + '\0' + (model_config ? model_config->string() : std::string()) + '\0';
+                      const std::string& launcher_package, const std::optional<std::filesystem::path>& model_config,
+                      const std::vector<Edit>& edits) {
+    std::string key = origin + '\0' + text + '\0' + launcher_package + '\0' + (model_config ? model_config->string() : std::string()) + '\0';
     for (const auto& section : env_sections) key += section + '\n';
     for (const auto& edit : edits) {
         key += '\0';
@@ -411,7 +429,7 @@ Document Document::with_edits(const std::vector<Edit>& given) const {
     // as good as a new one.
     constexpr std::size_t k_remembered = 64;
     thread_local std::unordered_map<std::string, Document> remembered;
-    const std::string key = edits_key(m_text, m_origin, m_env_sections, m_model_config, edits);
+    const std::string key = edits_key(m_text, m_origin, m_env_sections, m_launcher_package, m_model_config, edits);
     if (const auto found = remembered.find(key); found != remembered.end()) return found->second;
     // Edits that rewrite existing values go in one pass and one parse (parsing dominates the cost
     // of a candidate configuration); an edit that adds keys, or touches a key or bytes an earlier
@@ -433,7 +451,7 @@ Document Document::with_edits(const std::vector<Edit>& given) const {
         std::string text = pass.empty() ? editor.apply(edits[next++]) : spliced(current.m_text, std::move(pass));
         // Values written as they already are leave the text, hence the document, as it was.
         if (text == current.m_text) continue;
-        current = Document(std::move(text), m_origin, m_env_sections);
+        current = Document(std::move(text), m_origin, m_env_sections, m_launcher_package);
         current.m_model_config = m_model_config;
     }
     if (remembered.size() >= k_remembered) remembered.clear();

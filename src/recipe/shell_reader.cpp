@@ -547,7 +547,7 @@ private:
             if (base.root.kind != Node::Kind::mapping)
                 throw InputError(file.string() + ": expected a mapping of keys as the base config of " + m_origin);
             mark_base(base.root, m_base->second);
-            m_tree.base = BaseConfig{m_base->first, file};
+            m_tree.bases.push_back(BaseConfig{m_base->first, file});
             for (auto& duplicate : base.duplicates) m_tree.duplicates.push_back(std::move(duplicate));
             merge(m_tree.root, std::move(base.root));
         }

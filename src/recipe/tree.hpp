@@ -53,7 +53,8 @@ struct Node {
 struct Tree {
     Node root;
     std::vector<Duplicate> duplicates;
-    std::optional<BaseConfig> base;
+    std::vector<BaseConfig> bases;
+    std::vector<MissingDefault> missing_defaults;
 };
 
 /// Parses YAML text into a tree with positions; resolves anchors, aliases and merge keys;
@@ -67,6 +68,12 @@ Tree read_toml(const std::string& text, const std::string& origin);
 /// Parses a launch script (variable assignments and `NAME=( --flag value ... )` argument arrays)
 /// into a tree of arrays and flags. Throws InputError naming `origin` and the line of what it cannot follow.
 Tree read_shell(const std::string& text, const std::string& origin);
+
+/// Composes a YAML recipe's Hydra `defaults:` list, read from `origin`, around its own keys, as Hydra
+/// does: each config found below the recipe's folder or a folder above it, at its package (a package
+/// starting with `launcher_package` lands at the recipe's own keys), `_self_` where the recipe's keys
+/// go. The configs' keys are marked from_base; a config not found is listed in missing_defaults.
+void compose_defaults(Tree& tree, const std::string& origin, const std::string& launcher_package);
 
 /// Joins a key path: `parent.key`, or `parent[index]`.
 std::string child_path(const std::string& parent, const std::string& key);

@@ -90,6 +90,8 @@ public:
     [[nodiscard]] const std::string& title() const { return m_title; }
     [[nodiscard]] const std::string& source() const { return m_source; }
     [[nodiscard]] const std::vector<std::string>& env_sections() const { return m_env_sections; }
+    /// The Hydra package the family's launcher composes a recipe in (HyperPod's `recipes`), or empty.
+    [[nodiscard]] const std::string& launcher_package() const { return m_launcher_package; }
     [[nodiscard]] const std::vector<KeyRule>& key_rules() const { return m_keys; }
     /// The rules for environment variables (their patterns are variable names).
     [[nodiscard]] const std::vector<KeyRule>& env_rules() const { return m_env; }
@@ -155,6 +157,7 @@ private:
     std::vector<std::string> m_exclude;
     std::vector<std::string> m_prefer;
     std::vector<std::string> m_env_sections;
+    std::string m_launcher_package;
     std::vector<QuantityRule> m_quantities;
     std::vector<KeyRule> m_keys;
     std::vector<KeyRule> m_env;

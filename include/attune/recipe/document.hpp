@@ -52,10 +52,17 @@ struct Edit {
 /// as YAML types a plain scalar. Throws InputError naming `origin` on a malformed override.
 Edit parse_override(std::string_view text, std::string_view origin);
 
-/// The config file a launch command's overrides apply to, as the command names it and where it was found.
+/// A config file the recipe composes (a launch command's base config, a Hydra defaults entry's config):
+/// the path a copy needs beside a copy of the recipe to be found the same way, and where it was found.
 struct BaseConfig {
     std::string named;
     std::filesystem::path file;
+};
+
+/// A Hydra defaults entry whose config is not found: the keys it would set are unknown to attune.
+struct MissingDefault {
+    std::string entry;
+    int line = 0;
 };
 
 class Tree;
@@ -89,6 +96,9 @@ public:
 
     /// The same text, resolved again with other environment sections.
     [[nodiscard]] Document with_env_sections(const std::vector<std::string>& env_sections) const;
+    /// The same text, composed again for a launcher that composes the recipe in the Hydra package
+    /// `package` (HyperPod's `recipes`): a defaults config at `package.x` sets the recipe's `x`.
+    [[nodiscard]] Document with_launcher_package(std::string package) const;
     /// The same recipe, training the model a Hugging Face config.json describes (`--model-config`):
     /// what the user says the model is, where the recipe cannot say it. Edits keep it.
     [[nodiscard]] Document with_model_config(std::filesystem::path config_json) const;
@@ -106,8 +116,12 @@ public:
     [[nodiscard]] const std::vector<Leaf>& leaves() const { return m_leaves; }
     [[nodiscard]] const std::vector<Duplicate>& duplicates() const { return m_duplicates; }
     [[nodiscard]] const std::vector<std::string>& env_sections() const { return m_env_sections; }
-    /// The base config the recipe's overrides apply to (launch scripts only); read, never edited.
-    [[nodiscard]] const std::optional<BaseConfig>& base_config() const;
+    [[nodiscard]] const std::string& launcher_package() const { return m_launcher_package; }
+    /// The configs the recipe composes: a launch script's base config, a YAML recipe's Hydra defaults
+    /// (in the order read); read, never edited.
+    [[nodiscard]] const std::vector<BaseConfig>& base_configs() const;
+    /// The Hydra defaults entries whose configs were not found.
+    [[nodiscard]] const std::vector<MissingDefault>& missing_defaults() const;
 
     /// The path an edit of `path` writes: itself, or for an any-section path the section that holds
     /// it, else the section holding the most keys (where the recipe's arguments are).
@@ -126,12 +140,13 @@ public:
     Document& operator=(Document&&) noexcept;
 
 private:
-    Document(std::string text, std::string origin, std::vector<std::string> env_sections);
+    Document(std::string text, std::string origin, std::vector<std::string> env_sections, std::string launcher_package = {});
 
     std::string m_text;
     std::string m_origin;
     Format m_format = Format::yaml;
     std::vector<std::string> m_env_sections;
+    std::string m_launcher_package;
     std::optional<std::filesystem::path> m_model_config;
     std::shared_ptr<const Tree> m_tree;
     std::vector<Leaf> m_leaves;

@@ -311,8 +311,8 @@ TEST(RecipeFormats, DottedFlagsOverrideAJobFileAsTyroReadsThem) {
     EXPECT_EQ(doc.find("metrics.enable_tensorboard")->as_bool(), false);
     EXPECT_EQ(doc.find("job.config_file"), nullptr) << "the flag naming the base is not a key of the job";
     EXPECT_EQ(doc.with_edits({}).text(), text);
-    ASSERT_TRUE(doc.base_config().has_value());
-    EXPECT_EQ(doc.base_config()->named, "./job.toml");
+    ASSERT_EQ(doc.base_configs().size(), 1u);
+    EXPECT_EQ(doc.base_configs().front().named, "./job.toml");
 
     // A value is rewritten in place; a boolean flag turns into its negation; a new key is a new flag.
     const auto edited = doc.with_edits({{"parallelism.tensor_parallel_degree", Value::number(4)},
