@@ -137,7 +137,7 @@ const model::Catalogue& no_catalogue() {
 }
 
 // The on/off levers the simulator reads from a recipe (src/sim/from_recipe.cpp).
-const std::vector<std::string> k_runtime_flags{"sequence_parallel", "distributed_optimizer", "activation_offload",
+const std::vector<std::string> k_runtime_flags{"sequence_parallel", "distributed_optimizer", "shard_grads", "activation_offload",
                                                "overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                                                "fusions", "flash_attention", "cuda_graphs", "moe_grouped_gemm"};
 

@@ -210,7 +210,8 @@ Memory memory(const Hardware& hw, const ModelShape& m, const Layout& l, int dp, 
         const bool mcore_fp8_weights = l.megatron_core && l.fp8_param_gather && l.precision == Precision::fp8;
         const bool mcore_bf16_grads = l.megatron_core && l.grad_reduce == GradReduce::bf16;
         mem.params = (dense + experts) * (mcore_fp8_weights ? 1.0 : 2 + fp8_copy);
-        mem.grads = (dense + experts) * (mcore_bf16_grads ? 2.0 : 4.0);
+        // ZeRO-2 keeps each rank's shard of the fp32 gradients plus the reduce buckets, a rounding error here.
+        mem.grads = (l.shard_grads ? dense / dense_dp + experts / expert_dp : dense + experts) * (mcore_bf16_grads ? 2.0 : 4.0);
         mem.optimizer = dense * 12 / opt_div_dense + experts * 12 / opt_div_expert;
     }
     const double seq = double(m.seq_len) / l.cp;

@@ -104,7 +104,11 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     // AutoModel's pipeline schedule splits each rank's local batch into micro batches of their own size.
     if (const auto pp_mbs = a.quantity(r, "pp_mbs", c); pp_mbs && l.pp > 1 && *pp_mbs >= 1) l.mbs = int(*pp_mbs);
     l.sequence_parallel = flag(r, a, c, "sequence_parallel", false);
-    const bool fsdp = flag(r, a, c, "fsdp", false) || (!text(r, a, "fsdp").empty() && text(r, a, "fsdp") != "false");
+    // A family's `fsdp` quantity decides (DeepSpeed's stage 2 is no FSDP though its key is the fsdp lever); else a
+    // strategy written as text (`fsdp: full_shard auto_wrap`) turns it on.
+    const auto fsdp_quantity = a.has_quantity("fsdp") ? a.quantity(r, "fsdp", c) : std::nullopt;
+    const bool fsdp = fsdp_quantity ? *fsdp_quantity != 0
+                                    : flag(r, a, c, "fsdp", false) || (!text(r, a, "fsdp").empty() && text(r, a, "fsdp") != "false");
     l.sharding = fsdp ? Sharding::fsdp
                       : (flag(r, a, c, "distributed_optimizer", true) ? Sharding::distributed_optimizer : Sharding::none);
     // The family's `recompute` quantity (0 none, 1 selective, 2 full) where it has one: it knows the
@@ -116,6 +120,7 @@ SimInputs from_recipe(const recipe::Document& r, const gate::Adapter& a, const c
     if (l.recompute == Recompute::selective && quantity_or(r, a, c, "per_op_recompute", 0) == 1) l.recompute = Recompute::saved_ops;
     if (l.recompute == Recompute::full) l.recompute_layers = quantity_or(r, a, c, "recompute_layers", 0);
     l.offload_activations = flag(r, a, c, "activation_offload", false);
+    l.shard_grads = l.sharding == Sharding::distributed_optimizer && flag(r, a, c, "shard_grads", false);
     // LoRA freezes the base weights (no weight gradients or optimizer state for them).
     l.lora = quantity_or(r, a, c, "lora", 0) == 1;
     if (l.lora && quantity_or(r, a, c, "lora_qkv_only", 0) == 1) l.lora_targets = LoraTargets::attention_qkv;

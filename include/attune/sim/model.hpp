@@ -72,6 +72,9 @@ struct Layout {
     int recompute_layers = 0;       ///< full recompute: layers per stage recomputed; 0 means all
     bool offload_activations = false;
     bool lora = false;              ///< LoRA/PEFT: base weights frozen (no weight gradients, grads or optimizer state)
+    /// ZeRO stage 2 over the distributed optimizer: each rank keeps only its shard of the gradients (reduce-scattered
+    /// bucket by bucket), not the whole gradient buffer.
+    bool shard_grads = false;
     LoraTargets lora_targets = LoraTargets::all_projections;   ///< where the adapters sit when `lora`
     GradReduce grad_reduce = GradReduce::fp32;
     bool overlap_grad_reduce = true, overlap_param_gather = true, tp_comm_overlap = false;

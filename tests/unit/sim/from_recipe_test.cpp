@@ -1,3 +1,5 @@
+#include "support/run.hpp"
+
 #include <attune/core/error.hpp>
 #include <attune/model/catalogue.hpp>
 #include <attune/sim/from_recipe.hpp>
@@ -57,6 +59,36 @@ TEST(SimFromRecipe, ALoraFineTuneSavesWhatFrozenWeightsDoNotNeedAgainstItsFullTw
     EXPECT_NEAR(full.memory_gib.grads + full.memory_gib.optimizer, 16 * shard_params, 1e-9);
     EXPECT_NEAR(16 * shard_params, 65.7, 1.0);
     EXPECT_LT(lora.memory_gib.total, full.memory_gib.total - 16 * shard_params + 1.0);
+}
+
+// ZeRO stages 1 and 2 of one DeepSpeed config (a Hugging Face Trainer run of Llama 3 8B on 8 GPUs): both
+// shard AdamW's state (12 bytes a parameter) over the 8 ranks; stage 2 shards the fp32 gradients
+// (4 bytes a parameter) too, where stage 1 keeps the whole buffer: 8.0 B parameters x 4 bytes x 7/8
+// = 28 GB, about 26 GiB, less per GPU.
+TEST(SimFromRecipe, ZeroStageTwoShardsTheGradientsStageOneKeepsWhole) {
+    const test_support::TempDir dir;
+    const auto config = dir.write("config.json", R"({"num_hidden_layers": 32, "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192})");
+    auto stage = [&](int n) {
+        const auto path = dir.write("ds_z" + std::to_string(n) + ".json",
+                                    R"({"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 4, "train_batch_size": 32,
+                                        "bf16": {"enabled": true}, "zero_optimization": {"stage": )" + std::to_string(n) + "}}");
+        const auto loaded = gate::load_recipe(path, gate::default_rules(), {}, config);
+        cluster::Cluster one_node = cluster::default_cluster();
+        one_node.nodes = 1;
+        const auto in = from_recipe(loaded.document, *loaded.adapter, one_node);
+        return std::pair{in.layout.shard_grads, estimate(in.hardware, in.model, in.layout)};
+    };
+    const auto [one_shards, one] = stage(1);
+    const auto [two_shards, two] = stage(2);
+    EXPECT_FALSE(one_shards);
+    EXPECT_TRUE(two_shards);
+    ASSERT_TRUE(one.valid && two.valid);
+    EXPECT_NEAR(one.memory_gib.optimizer, two.memory_gib.optimizer, 1e-9);
+    const double params = one.memory_gib.grads / 4;   // Gi-parameters on each rank, unsharded
+    EXPECT_NEAR(two.memory_gib.grads, 4 * params / 8, 1e-9);
+    EXPECT_NEAR(one.memory_gib.total - two.memory_gib.total, 4 * params * 7 / 8, 1e-6);
+    EXPECT_NEAR(4 * params * 7 / 8, 26.2, 1.0);
 }
 
 TEST(SimFromRecipe, ReadsQwen3FromANemoRecipeWithItsHeadSizeAndTokenizer) {
