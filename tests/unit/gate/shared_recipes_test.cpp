@@ -25,7 +25,8 @@ std::vector<SharedRecipe> shared_recipes() {
     const auto shared = test_support::shared_dir();
     if (shared.empty()) return recipes;
     const std::vector<std::tuple<std::string, std::string, std::string>> families = {
-        {"nemo", "", "nemo"}, {"sagemaker-hyperpod", "hf_", "hyperpod-hf"}, {"automodel", "", "automodel"},
+        {"nemo", "", "nemo"}, {"sagemaker-hyperpod", "hf_", "hyperpod-hf"}, {"sagemaker-hyperpod", "llmft_", "hyperpod-llmft"},
+        {"sagemaker-hyperpod", "checkpointless_", "hyperpod-checkpointless"}, {"automodel", "", "automodel"},
         {"axolotl", "", "axolotl"}, {"megatron-lm", "", "megatron-lm"}, {"torchtitan", "", "torchtitan"},
         {"torchtune", "", "torchtune"}, {"deepspeed", "", "deepspeed"}, {"llama-factory", "", "llama-factory"},
         // MaxText's model files are fragments its pyconfig merges over base.yml, not recipes of their own.
