@@ -599,7 +599,8 @@ private:
     static std::string kept_reason(const std::map<std::string, double>& f) {
         const double gain = f.at("gain"), min_gain = f.at("min_gain"), freed = f.at("memory_freed_gib");
         // Neither freed memory nor a prerequisite: the plan's clause kept it.
-        if (f.at("stepping_stone") != 0 && freed < 4 && f.at("prerequisite") == 0 && f.contains("predicted_gain"))
+        if (f.at("stepping_stone") != 0 && f.contains("predicted_gain") &&
+            ((freed < 4 && f.at("prerequisite") == 0) || gain <= -2 * min_gain))
             return fmt::format("{:+.1f}% is what the plan predicted ({:+.1f}%) on its way to a layout predicted {:+.1f}% faster",
                                100 * gain, 100 * f.at("predicted_gain"), 100 * f.at("plan_gain"));
         return fmt::format("{:+.1f}% is within {} noise band of {:.1f}% and {} for the next move", 100 * gain,

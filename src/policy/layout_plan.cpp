@@ -11,6 +11,11 @@ namespace {
 
 // Enough targets to get past the fast layouts no offered move leads to, few enough to stay cheap.
 constexpr std::size_t k_max_targets = 64;
+// A step on the way may be predicted slower than the incumbent by 10%, or by three quarters of what the
+// target gains (the acceptance's keep_neutral keeps such a step, skills/rules/search.yaml): a detour
+// to a layout 19% faster may cross one 11% slower, never one that costs more than the target repays.
+constexpr double k_step_slowdown = 0.1;
+constexpr double k_step_share_of_gain = 0.75;
 
 std::size_t distance(std::size_t a, std::size_t b) { return a > b ? a - b : b - a; }
 
@@ -117,10 +122,13 @@ std::optional<LayoutPlanner::Choice> LayoutPlanner::choose(const Point& incumben
         if (++considered > k_max_targets) break;
         std::optional<std::size_t> best;
         double best_speed = 0;
+        const double gain = target.tokens_per_s_per_gpu / now.tokens_per_s_per_gpu - 1;
+        const double slowest = now.tokens_per_s_per_gpu * (1 - std::max(k_step_slowdown, k_step_share_of_gain * gain));
         for (std::size_t i = 0; i < candidates.size(); ++i) {
             const auto& c = candidates[i];
             if (!c || !toward(incumbent, *c, target.point) || !fits(*c, limit)) continue;
             const double speed = m_space.estimate(*c).tokens_per_s_per_gpu;
+            if (now.fits && speed < slowest) continue;
             if (best && speed <= best_speed) continue;
             if (!reachable(*c, target.point, limit)) continue;
             best = i;

@@ -39,6 +39,7 @@ struct Candidate {
     std::optional<Preflight> estimate;
     bool planned = false;  ///< chosen by the layout planner, on the way to a faster layout
     double plan_gain = 0;  ///< the planned layout's predicted gain over the incumbent
+    bool explores = true;  ///< may lead toward a layout predicted only a little faster (Phase::explore_when)
 };
 
 class Resolver {
@@ -220,7 +221,8 @@ private:
         if (rule.domain.type == "bool" || !rule.domain.values.empty()) {
             auto values = rule.domain.values;
             if (values.empty()) values = {Value::boolean(false), Value::boolean(true)};
-            const auto current = current_value(path).value_or(Value::null());
+            // A key the recipe does not write holds the framework's default, the lever's quantity (cp 1).
+            const auto current = current_value(path).value_or(cur ? Value::number(*cur) : Value::null());
             const auto at = std::find_if(values.begin(), values.end(),
                                          [&](const Value& v) { return v.same_as(current, Value::Numeric::coerce); });
             if (at == values.end()) return out;
@@ -262,7 +264,9 @@ public:
         const bool incumbent_ok = state.incumbent_measured && state.incumbent_measured->status == "ok";
         auto again = incumbent_ok ? remeasure(state, campaign) : std::nullopt;
         auto stop_facts = campaign;
-        stop_facts["moves_left"] = double(candidates.size() + (again ? 1 : 0));
+        // A move only a worthwhile plan may take is no move left to explore with.
+        const auto exploring = std::count_if(candidates.begin(), candidates.end(), [](const Candidate& c) { return c.explores; });
+        stop_facts["moves_left"] = double(exploring + (again ? 1 : 0));
         const auto stop_lookup = facts_lookup(incumbent, *state.adapter, *state.cluster, state.incumbent_measured, stop_facts);
         for (const auto& rule : m_rules.stop)
             if (const auto holds = rule.when.evaluate(stop_lookup); holds && *holds != 0) return Stop{rule.why};
@@ -373,6 +377,8 @@ private:
                 const auto holds = phase.when->evaluate(facts);
                 if (holds && *holds == 0) continue;
             }
+            const auto explore = phase.explore_when ? phase.explore_when->evaluate(facts) : std::nullopt;
+            const bool explores = !explore || *explore != 0;
             for (const Move& move : phase.moves) {
                 if (tried_moves.contains(move.id)) continue;
                 auto edits = resolver.resolve(move);
@@ -380,6 +386,7 @@ private:
                 if (std::any_of(out.begin(), out.end(), [&](const Candidate& c) { return c.edits == *edits; })) continue;
                 out.push_back({&move, p, std::move(*edits), move.lever,
                                fmt::format("{} ({}): {}", phase.name, move.id, move.why), std::nullopt});
+                out.back().explores = explores;
             }
         }
         return out;
@@ -418,30 +425,38 @@ private:
         // Any incumbent's OOM counts: the estimates already differ by what the flags change.
         const auto oom_floor = oom_memory_floor(state);
         const double bias = memory_bias(state);
-        constexpr double k_slower_than_incumbent = 0.9;  // predicted >10% slower: not worth a trial
-        std::vector<Candidate*> viable;
+        constexpr double k_slower_than_incumbent = 0.9;  // predicted >10% slower: not worth a trial, unless planned
+        std::vector<Candidate*> fitting, viable;
         for (auto& c : candidates) {
             if (state.estimate) {
                 c.estimate = state.estimate(merged(state.incumbent_edits, c.edits));
                 if (c.estimate->valid && !c.estimate->fits) continue;
                 if (c.estimate->valid && c.estimate->memory_gib * bias > c.estimate->capacity_gib) continue;
                 if (oom_floor && c.estimate->valid && c.estimate->memory_gib >= *oom_floor) continue;
+                fitting.push_back(&c);
                 if (c.estimate->valid && incumbent_estimate && incumbent_estimate->valid && incumbent_estimate->fits &&
                     state.incumbent_measured && state.incumbent_measured->status == "ok" &&
                     c.estimate->tokens_per_s_per_gpu < k_slower_than_incumbent * incumbent_estimate->tokens_per_s_per_gpu)
                     continue;
+            } else {
+                fitting.push_back(&c);
             }
             viable.push_back(&c);
         }
+        // The planner bounds a step's slowdown by its target's gain (LayoutPlanner::choose): a path to a much
+        // faster layout may cross one that is more than 10% slower.
+        if (const auto planned = fitting.empty() ? std::nullopt : plan(state, fitting, k_planned_gain)) return *planned;
         if (viable.empty()) return std::nullopt;
-        if (const auto planned = plan(state, viable, k_planned_gain)) return *planned;
         std::vector<Candidate*> own;
         std::copy_if(viable.begin(), viable.end(), std::back_inserter(own),
                      [&](const Candidate* c) { return !m_rules.phases[c->phase].planned_only; });
         // The moves are spent and budget is left: explore toward layouts predicted only a little faster,
         // which the cluster may rank differently than the model (a detour that does not pay is undone
         // when the campaign ends: incumbent-restored).
-        if (own.empty()) return plan(state, viable, k_explore_gain);
+        if (own.empty()) {
+            std::erase_if(viable, [](const Candidate* c) { return !c->explores; });
+            return plan(state, viable, k_explore_gain);
+        }
         const auto speed = [](const Candidate* c) {
             return c->estimate && c->estimate->valid ? c->estimate->tokens_per_s_per_gpu : 0.0;
         };
@@ -455,11 +470,12 @@ private:
         if (!planner) return std::nullopt;
         const auto incumbent = m_space->point_of(state.incumbent_edits);
         if (!incumbent) return std::nullopt;
-        // A layout measured and reverted is not planned through again: the cluster disagreed with the
-        // estimate there, whatever flags differ since.
+        // A layout measured before is not planned through again: reverted, the cluster disagreed with the
+        // estimate there, whatever flags differ since; left behind, going back to it circles (a plan
+        // whose target measured below its prediction would head back and forth between the same layouts).
         std::vector<Point> reverted;
         for (const auto& trial : state.history)
-            if (trial.kind == "candidate" && !trial.accepted && trial.measured && trial.measured->status == "ok")
+            if (trial.measured && trial.measured->status == "ok")
                 if (auto p = m_space->point_of(trial.edits)) reverted.push_back(std::move(*p));
         std::vector<std::optional<Point>> points;
         for (const Candidate* c : viable) {
@@ -556,3 +572,5 @@ gate::Expression::Lookup facts_lookup(const recipe::Document& recipe, const gate
 std::unique_ptr<Policy> make_rules_policy(const SearchRules& rules) { return std::make_unique<RulesPolicy>(rules); }
 
 }  // namespace attune::policy
+
+

@@ -66,11 +66,13 @@ Move move_of(const DataFile& file, const YAML::Node& node, const std::string& id
 }
 
 Phase phase_of(const DataFile& file, const YAML::Node& node) {
-    file.expect_fields(node, {"name", "when", "why", "planned_only", "moves"});
+    file.expect_fields(node, {"name", "when", "why", "planned_only", "explore_when", "moves"});
     Phase phase;
     phase.name = file.string(node["name"], "a phase name");
     phase.when = optional_expression(file, node["when"], "a condition");
     phase.planned_only = node["planned_only"] && file.boolean(node["planned_only"], "planned_only");
+    phase.explore_when = optional_expression(file, node["explore_when"], "a condition");
+    if (phase.explore_when && !phase.planned_only) file.fail(node["explore_when"], "explore_when is for a planned_only phase");
     phase.why = file.string(node["why"], "the reason for the phase");
     if (!node["moves"] || !node["moves"].IsSequence()) file.fail(node, "a list of moves");
     for (std::size_t i = 0; i < node["moves"].size(); ++i)

@@ -35,6 +35,10 @@ struct Phase {
     /// Its moves are taken only on the layout planner's path to a layout predicted faster, never
     /// tried on their own.
     bool planned_only = false;
+    /// For a planned_only phase: when its moves may also lead toward layouts predicted only a little
+    /// faster (exploration, once the other moves are spent); a plan toward a layout predicted at least
+    /// 2% faster may take them whenever `when` holds. Absent: whenever `when` holds.
+    std::optional<gate::Expression> explore_when;
 };
 
 /// What to do with a candidate that did not finish ok.
