@@ -50,6 +50,7 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     campaign::Settings settings;
     settings.recipe = entry.recipe;
     settings.cluster_file = entry.cluster;
+    settings.model_config = entry.model_config;
     settings.budget_gpu_s = request.budget_gpu_s;
     settings.trial_steps = request.trial_steps;
     settings.policy = policy_name;
@@ -153,9 +154,14 @@ std::vector<SuiteEntry> load_suite(const fs::path& dir) {
             if (!item.IsMap() || !item["recipe"])
                 throw InputError(fmt::format("{}:{}: expected {{recipe: FILE, cluster: FILE}}",
                                              manifest.string(), item.Mark().line + 1));
+            for (const auto& field : item)
+                if (const auto key = field.first.as<std::string>(); key != "recipe" && key != "cluster" && key != "name" && key != "model_config")
+                    throw InputError(fmt::format("{}:{}: unknown key '{}'; expected recipe, cluster, name or model_config",
+                                                 manifest.string(), field.first.Mark().line + 1, key));
             SuiteEntry e;
             e.recipe = dir / item["recipe"].as<std::string>();
             if (item["cluster"]) e.cluster = dir / item["cluster"].as<std::string>();
+            if (item["model_config"]) e.model_config = dir / item["model_config"].as<std::string>();
             e.name = item["name"] ? item["name"].as<std::string>()
                                   : e.recipe.filename().string() +
                                         (e.cluster ? " @ " + e.cluster->stem().string() : "");
@@ -167,7 +173,7 @@ std::vector<SuiteEntry> load_suite(const fs::path& dir) {
     } else {
         for (const auto& file : fs::directory_iterator(dir))
             if (file.is_regular_file() && recipe::is_recipe_file(file.path()))
-                suite.push_back({file.path().filename().string(), file.path(), std::nullopt});
+                suite.push_back({file.path().filename().string(), file.path(), std::nullopt, std::nullopt});
         std::sort(suite.begin(), suite.end(),
                   [](const SuiteEntry& a, const SuiteEntry& b) { return a.name < b.name; });
     }

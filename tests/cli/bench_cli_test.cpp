@@ -210,3 +210,23 @@ TEST(BenchCli, RefusesAnUnknownPolicyABadBudgetAndAnEmptySuite) {
 }
 
 }  // namespace
+
+// A recipe that names no model (a DeepSpeed config) runs with the suite row's config.json; a key the
+// suite does not read is refused with its line before any campaign runs.
+TEST(BenchCli, ASuiteRowGivesTheModelConfigAndAnUnknownKeyIsRefused) {
+    const TempDir dir;
+    dir.write("suite/suite.yaml", "- recipe: " + examples() + "/recipes/deepspeed-llama3-8b-zero3-h100.json\n  cluster: " +
+                                      examples() + "/bench/clusters/p5-h100-1node.yaml\n  model_config: " + examples() +
+                                      "/recipes/deepspeed/llama3-8b-config.json\n  name: zero-3\n");
+    const auto result = run_attune({"-q", "bench", "--suite", (dir.path() / "suite").string(), "--budget", "10gpuh",
+                                    "--policies", "rules", "--seeds", "1", "--json"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const json doc = json::parse(result.out);
+    EXPECT_GT(doc["recipes"][0]["oracle_tokens_per_s_per_gpu"].get<double>(), 0);
+    EXPECT_GT(doc["recipes"][0]["policies"]["rules"]["mean_tokens_per_s_per_gpu"].get<double>(), 0);
+
+    dir.write("bad/suite.yaml", "- recipe: " + examples() + "/recipes/nemo-llama3-8b-h100.yaml\n  model: llama3-8b\n");
+    const auto refused = run_attune({"-q", "bench", "--suite", (dir.path() / "bad").string(), "--policies", "rules"});
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_NE(refused.err.find("suite.yaml:2: unknown key 'model'"), std::string::npos) << refused.err;
+}

@@ -23,9 +23,11 @@ struct SuiteEntry {
     std::string name;  ///< the recipe's file name (and the cluster's, when given)
     std::filesystem::path recipe;
     std::optional<std::filesystem::path> cluster;  ///< nullopt: the default cluster (8 x 8 H100)
+    /// A Hugging Face config.json of the model, for a recipe that names none (a DeepSpeed config).
+    std::optional<std::filesystem::path> model_config;
 };
 
-/// A suite folder: `suite.yaml` (a list of `{recipe: FILE, cluster: FILE}`, paths relative to the
+/// A suite folder: `suite.yaml` (a list of `{recipe: FILE, cluster: FILE, name: TEXT, model_config: FILE}`, paths relative to the
 /// folder) when present, else every `*.yaml` in it on the default cluster. Throws InputError.
 std::vector<SuiteEntry> load_suite(const std::filesystem::path& dir);
 
