@@ -58,6 +58,7 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     settings.world_seed = world_seed;
     settings.preflight_verdicts = campaign::policy_uses_preflight(policy_name) || request.random_preflight;
     settings.max_levers = campaign::policy_max_levers(policy_name);
+    settings.blind = request.blind;
     settings.llm = request.policy_options.llm;
     settings.llm_url = request.policy_options.llm_url;
     settings.no_skills = request.policy_options.no_skills;

@@ -22,7 +22,10 @@ using nlohmann::json;
 
 constexpr double k_startup_allowance_s = 300;   // a time limit must cover start-up, which the estimate omits
 constexpr double k_time_limit_margin = 1.5;     // and a world up to 50% slower than the nominal estimate
-constexpr double k_unestimated_time_limit_s = 3600;
+constexpr double k_unestimated_time_limit_s = 3600;  // without an estimate, a measurement or the cluster's own
+constexpr double k_unestimated_margin = 3.0;          // a trial up to 3x longer than the best one took
+constexpr double k_unestimated_floor_margin = 1.5;    // near the budget's end, down to 1.5x the best trial's time
+constexpr double k_min_unestimated_limit_s = 600;     // before a trial has run: start-up and a few steps
 constexpr int k_max_proposals_without_launch = 50;
 constexpr int k_early_stop_min_steps = 10;      // timed steps before a stable trial may stop early
 constexpr int k_min_trial_steps = 15;           // a trial shortened to fit the budget still times 10 steady steps
@@ -185,7 +188,7 @@ private:
         const double cost = trial_cost(record, record.best().view.edits);
         const std::map<std::string, double> facts{{"budget_left_gpuh", record.left_gpu_s() / 3600},
                                                   {"trial_cost_gpuh", cost / 3600}};
-        return m_ctx.search->acceptance.confirm_best.holds(facts) && worst_case(record.best().view.edits) <= record.left_gpu_s();
+        return m_ctx.search->acceptance.confirm_best.holds(facts) && worst_case(record, record.best().view.edits) <= record.left_gpu_s();
     }
 
     void propose(const CampaignRecord& record, const std::string& kind, const policy::Proposal& proposal,
@@ -323,6 +326,11 @@ private:
     int steps() const { return m_ctx.trial_steps; }
 
     policy::Preflight estimate(const policy::Edits& edits) const {
+        if (m_ctx.blind) {
+            policy::Preflight p;
+            p.problem = "--blind: the campaign runs without the simulator's estimates";
+            return p;
+        }
         try {
             return preflight_of(document_of(edits), *m_ctx.adapter, m_ctx.cluster);
         } catch (const InputError& e) {
@@ -332,11 +340,34 @@ private:
         }
     }
 
-    double time_limit(const policy::Preflight& p, int steps) const {
-        if (!p.estimated || !p.valid) return k_unestimated_time_limit_s;
+    double time_limit(const CampaignRecord& record, const policy::Preflight& p, int steps) const {
+        if (!p.estimated || !p.valid) return unestimated_time_limit(record);
         return k_startup_allowance_s + k_time_limit_margin * steps * p.step_time_s;
     }
-    double time_limit(const policy::Preflight& p) const { return time_limit(p, steps()); }
+    double time_limit(const CampaignRecord& record, const policy::Preflight& p) const { return time_limit(record, p, steps()); }
+
+    /// Without an estimate (a GPU attune has no specs for, --blind): room for a trial three times longer
+    /// than the best one took, else the cluster's own time limit, else an hour.
+    double unestimated_time_limit(const CampaignRecord& record) const {
+        if (const auto wall_s = best_trial_wall_s(record)) return k_unestimated_margin * *wall_s;
+        return m_ctx.cluster.time_limit_s.value_or(k_unestimated_time_limit_s);
+    }
+
+    /// The shortest an unestimated limit is cut to near the end of a budget: half again as long as
+    /// the best trial took, else start-up and a few steps of an unknown speed.
+    double unestimated_floor_s(const CampaignRecord& record) const {
+        if (const auto wall_s = best_trial_wall_s(record)) return k_unestimated_floor_margin * *wall_s;
+        return k_min_unestimated_limit_s;
+    }
+
+    /// How long the best trial ran (one attempt, start-up included), if it ran to completion.
+    std::optional<double> best_trial_wall_s(const CampaignRecord& record) const {
+        if (record.trials.empty()) return std::nullopt;
+        const auto& best = record.best();
+        const auto& measured = best.view.measured;
+        if (!measured || measured->status != "ok" || best.gpu_seconds <= 0 || best.attempts < 1) return std::nullopt;
+        return best.gpu_seconds / best.attempts / gpus(best.view.edits);
+    }
 
     /// The most steps (up to the campaign's) whose worst case fits in `left_gpu_s`; 0 when even a
     /// shortest trial does not. Near the end of a budget a shorter trial still measures a move.
@@ -348,13 +379,17 @@ private:
     }
 
     int gpus(const policy::Edits& edits) const { return gpus_of(document_of(edits), *m_ctx.adapter, m_ctx.cluster); }
-    double worst_case(const policy::Edits& edits) const { return time_limit(estimate(edits)) * gpus(edits); }
+    double worst_case(const CampaignRecord& record, const policy::Edits& edits) const {
+        return time_limit(record, estimate(edits)) * gpus(edits);
+    }
 
-    /// What a trial is expected to cost: start-up plus the steps at the nominal speed.
+    /// What a trial is expected to cost: start-up plus the steps at the nominal speed; without an
+    /// estimate, as long as the best trial ran, else its worst case.
     double trial_cost(const CampaignRecord& record, const policy::Edits& edits) const {
         const auto p = estimate(edits);
-        if (!p.estimated || !p.valid) return worst_case(edits);
-        return (startup_s(record) + steps() * p.step_time_s) * gpus(edits);
+        if (p.estimated && p.valid) return (startup_s(record) + steps() * p.step_time_s) * gpus(edits);
+        if (const auto wall_s = best_trial_wall_s(record)) return *wall_s * gpus(edits);
+        return worst_case(record, edits);
     }
 
     /// What a trial pays beyond its steps: the backend's fixed start-up, else the median of what
@@ -377,9 +412,11 @@ private:
         const auto p = estimate(trial.view.edits);
         const int n_gpus = gpus(trial.view.edits);
         int trial_steps = steps();
-        if (time_limit(p) * n_gpus > record.left_gpu_s())
+        if (time_limit(record, p) * n_gpus > record.left_gpu_s())
             if (const int fit = affordable_steps(p, n_gpus, record.left_gpu_s())) trial_steps = fit;
-        const double limit = time_limit(p, trial_steps);
+        double limit = time_limit(record, p, trial_steps);
+        // Unestimated, the limit is a guess: one that would overrun the budget is cut to what is left.
+        if (!p.estimated || !p.valid) limit = std::min(limit, std::max(unestimated_floor_s(record), record.left_gpu_s() / n_gpus));
         const double worst = limit * n_gpus;
         std::string verdict = "ok";
         std::string reason;

@@ -78,6 +78,7 @@ Context context_of(const fs::path& dir, const fs::path& recipe, const std::strin
                    .max_queue_wait_s = 0,
                    .preflight_verdicts = true,
                    .max_levers = std::nullopt,
+                   .blind = false,
                    .fixed_startup_s = std::nullopt};
 }
 
@@ -144,6 +145,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
     context.max_queue_wait_s = settings.max_queue_wait_s;
     context.preflight_verdicts = settings.preflight_verdicts;
     context.max_levers = settings.max_levers;
+    context.blind = settings.blind;
     context.fixed_startup_s = settings.replayed_fixed_startup_s ? settings.replayed_fixed_startup_s
                                                                 : launch::fixed_startup_s(settings.backend);
     Journal journal = Journal::open(dir);
@@ -168,6 +170,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"max_queue_wait_s", settings.max_queue_wait_s},
                     {"preflight_verdicts", settings.preflight_verdicts},
                     {"max_levers", settings.max_levers ? json(*settings.max_levers) : json(nullptr)},
+                    {"blind", settings.blind},
                     {"fixed_startup_s", context.fixed_startup_s ? json(*context.fixed_startup_s) : json(nullptr)},
                     {"rules_hash", context.rules->hash()},
                     {"search_rules", fs::path(context.search->source).lexically_relative(data_dir()).string()},
@@ -203,6 +206,7 @@ Opened reopen(const fs::path& dir, bool lock) {
     context.max_queue_wait_s = start.value("max_queue_wait_s", 0.0);
     context.preflight_verdicts = start.value("preflight_verdicts", true);
     context.max_levers = max_levers_of(start);
+    context.blind = start.value("blind", false);
     context.fixed_startup_s = fixed_startup_of(start);
     return {std::move(context), std::move(journal), std::move(held)};
 }

@@ -58,6 +58,7 @@ Settings settings_of(const fs::path& dir, const json& start) {
     // The baselines launch what the preflight predicts to fail, and propose whole configurations.
     s.preflight_verdicts = start.value("preflight_verdicts", true);
     s.max_levers = max_levers_of(start);
+    s.blind = start.value("blind", false);
     return s;
 }
 

@@ -31,6 +31,7 @@ struct BenchOptions {
     std::vector<std::uint64_t> world_seeds;
     int trial_steps = 0;
     bool preflight = false;
+    bool blind = false;
     LlmOptions llm;
     std::string campaigns;
     std::string plot;
@@ -61,6 +62,7 @@ int execute(const BenchOptions& o) {
     request.world_seeds =
         o.world_seeds.empty() ? std::vector<std::uint64_t>{sim::k_default_world_seed} : o.world_seeds;
     request.random_preflight = o.preflight;
+    request.blind = o.blind;
     request.policy_options = policy_options("", 1, o.llm);  // name and seed are set per campaign
     if (o.trial_steps != 0) request.trial_steps = o.trial_steps;
     TempDir work;
@@ -116,6 +118,8 @@ const Registration k_registration{
         bench->add_option("--trial-steps", options->trial_steps, "Steps per trial (default: 30)");
         bench->add_flag("--preflight", options->preflight,
                         "Judge random search's proposals by the memory estimate too");
+        bench->add_flag("--blind", options->blind,
+                        "Campaigns without the simulator's estimates (no preflight, no planning); the oracle still scores them");
         add_llm_options(*bench, options->llm, "--policies ...,llm");
         bench->add_option("--campaigns", options->campaigns,
                           "Keep the campaign folders here (default: a temporary folder, removed)");

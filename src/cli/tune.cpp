@@ -4,7 +4,7 @@
 #include <attune/cli/command.hpp>
 #include <attune/cli/llm_options.hpp>
 #include <attune/core/error.hpp>
-#include <attune/launch/slurm.hpp>
+#include <attune/cluster/cluster.hpp>
 #include <attune/report/report.hpp>
 #include <attune/util/files.hpp>
 
@@ -37,6 +37,7 @@ struct TuneOptions {
     std::uint64_t world_seed = 0;
     LlmOptions llm;
     bool preflight = false;
+    bool blind = false;
     bool json = false;
     std::string max_queue_wait;
 };
@@ -77,9 +78,10 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     settings.no_skills = o.llm.no_skills;
     settings.preflight_verdicts = o.preflight || campaign::policy_uses_preflight(o.policy);
     settings.max_levers = campaign::policy_max_levers(o.policy);
+    settings.blind = o.blind;
     campaign::check_policy(policy_options(o.policy, o.seed, o.llm));  // refuse a bad policy or backend before anything is written
     if (!o.max_queue_wait.empty()) {
-        const auto seconds = launch::slurm::parse_time(o.max_queue_wait);
+        const auto seconds = cluster::slurm_time_seconds(o.max_queue_wait);
         if (!seconds || *seconds <= 0)
             throw InputError(fmt::format("--max-queue-wait {}: expected a Slurm time such as 30 (minutes), 10:00 or 1-00:00:00", o.max_queue_wait));
         settings.max_queue_wait_s = *seconds;
@@ -146,6 +148,8 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     tune->add_option("--world-seed", options->world_seed, "sim backend: which simulated world (hidden factors)");
     add_llm_options(*tune, options->llm, "--policy llm");
     tune->add_flag("--preflight", options->preflight, "--policy random: judge its proposals by the memory estimate too");
+    tune->add_flag("--blind", options->blind,
+                   "Tune without the simulator's estimates (no preflight, no planning), as on a GPU attune has no specs for");
     tune->add_flag("--json", options->json, "Print the result as one JSON document");
     tune->fallthrough();  // -q before or after the subcommand
     tune->callback([options, &chosen] { chosen = [options] { return execute(*options); }; });

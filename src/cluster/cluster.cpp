@@ -64,7 +64,13 @@ const std::map<std::string, FieldReader>& field_readers() {
         {"reservation", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.reservation = read_string(f, n, k); }},
         {"constraint", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.constraint = read_string(f, n, k); }},
         {"exclusive", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.exclusive = read_bool(f, n, k); }},
-        {"time_limit", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.time_limit = read_string(f, n, k); }},
+        {"time_limit", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
+             c.time_limit = read_string(f, n, k);
+             c.time_limit_s = slurm_time_seconds(c.time_limit);
+             if (c.time_limit == "UNLIMITED" || c.time_limit == "INFINITE") c.time_limit_s.reset();
+             else if (!c.time_limit_s || *c.time_limit_s <= 0)
+                 f.fail(n, "'time_limit' must be a Slurm time limit: minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]] or UNLIMITED");
+         }},
         {"container_image", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.container_image = read_string(f, n, k); }},
         {"container_mounts", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) { c.container_mounts = read_string(f, n, k); }},
         {"gpus_flag", [](Cluster& c, const FileContext& f, const YAML::Node& n, const std::string& k) {
@@ -124,6 +130,39 @@ namespace {
 constexpr std::array<std::string_view, 3> k_placeholders{"{recipe}", "{steps}", "{overrides}"};
 
 }  // namespace
+
+std::optional<double> slurm_time_seconds(std::string_view text) {
+    text = util::trim(text);
+    if (text.empty()) return std::nullopt;
+    double days = 0;
+    if (const auto dash = text.find('-'); dash != std::string_view::npos) {
+        const auto d = util::parse_number(text.substr(0, dash));
+        if (!d || *d < 0) return std::nullopt;
+        days = *d;
+        text = text.substr(dash + 1);
+        // D-HH, D-HH:MM, D-HH:MM:SS
+        const auto parts = util::split(text, ':');
+        if (parts.empty() || parts.size() > 3) return std::nullopt;
+        std::array<double, 3> hms{0, 0, 0};
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            const auto v = util::parse_number(parts[i]);
+            if (!v || *v < 0) return std::nullopt;
+            hms[i] = *v;
+        }
+        return days * 86400 + hms[0] * 3600 + hms[1] * 60 + hms[2];
+    }
+    const auto parts = util::split(text, ':');
+    std::vector<double> values;
+    for (const auto& part : parts) {
+        const auto v = util::parse_number(part);
+        if (!v || *v < 0) return std::nullopt;
+        values.push_back(*v);
+    }
+    if (values.size() == 1) return values[0] * 60;                      // MM
+    if (values.size() == 2) return values[0] * 60 + values[1];          // MM:SS
+    if (values.size() == 3) return values[0] * 3600 + values[1] * 60 + values[2];
+    return std::nullopt;
+}
 
 std::string launch_word_problem(std::string_view word) {
     for (std::size_t open = word.find('{'); open != std::string_view::npos; open = word.find('{', open + 1)) {

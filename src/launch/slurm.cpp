@@ -58,39 +58,6 @@ std::string time_limit(double seconds) {
     return days > 0 ? fmt::format("{}-{}", days, hms) : hms;
 }
 
-std::optional<double> parse_time(std::string_view text) {
-    text = util::trim(text);
-    if (text.empty()) return std::nullopt;
-    double days = 0;
-    if (const auto dash = text.find('-'); dash != std::string_view::npos) {
-        const auto d = util::parse_number(text.substr(0, dash));
-        if (!d || *d < 0) return std::nullopt;
-        days = *d;
-        text = text.substr(dash + 1);
-        // D-HH, D-HH:MM, D-HH:MM:SS
-        const auto parts = util::split(text, ':');
-        if (parts.empty() || parts.size() > 3) return std::nullopt;
-        std::array<double, 3> hms{0, 0, 0};
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            const auto v = util::parse_number(parts[i]);
-            if (!v || *v < 0) return std::nullopt;
-            hms[i] = *v;
-        }
-        return days * 86400 + hms[0] * 3600 + hms[1] * 60 + hms[2];
-    }
-    const auto parts = util::split(text, ':');
-    std::vector<double> values;
-    for (const auto& part : parts) {
-        const auto v = util::parse_number(part);
-        if (!v || *v < 0) return std::nullopt;
-        values.push_back(*v);
-    }
-    if (values.size() == 1) return values[0] * 60;                      // MM
-    if (values.size() == 2) return values[0] * 60 + values[1];          // MM:SS
-    if (values.size() == 3) return values[0] * 3600 + values[1] * 60 + values[2];
-    return std::nullopt;
-}
-
 std::string job_name(std::string_view campaign, int trial, int attempt) {
     std::string name = fmt::format("attune-{}-t{}.{}", campaign, trial, attempt);
     for (char& c : name)

@@ -193,7 +193,7 @@ private:
         outcome.state = it != fields.end() ? slurm::normalize_state(it->second) : (outcome.interrupted ? "CANCELLED" : "UNKNOWN");
         if (it != fields.end() && !slurm::is_final(outcome.state)) return false;
         if (const auto code = fields.find("ExitCode"); code != fields.end()) outcome.exit_code = exit_status(code->second);
-        const auto run_time = fields.contains("RunTime") ? slurm::parse_time(fields.at("RunTime")) : std::nullopt;
+        const auto run_time = fields.contains("RunTime") ? cluster::slurm_time_seconds(fields.at("RunTime")) : std::nullopt;
         outcome.elapsed_s = run_time.value_or(observed_elapsed);
         outcome.queue_wait_s = seen_queue_wait.value_or(0);
         outcome.charged_from = fmt::format("observed start/end ({} x the trial's GPUs; accounting unavailable: {})",

@@ -272,6 +272,7 @@ public:
             if (const auto holds = rule.when.evaluate(stop_lookup); holds && *holds != 0) return Stop{rule.why};
         const auto best = choose(state, candidates);
         if (!best && again) return *again;
+        if (!best && !estimated(state)) return Stop{"Every applicable move has been measured against the incumbent."};
         if (!best) return Stop{"Every applicable move is predicted not to fit or to be slower than the incumbent, and no "
                                "layout predicted faster is reachable."};
         const std::string answers = state.incumbent_measured ? state.incumbent_measured->bottleneck : "";
@@ -420,6 +421,11 @@ private:
         return bias;
     }
 
+    /// Whether the estimate reaches this campaign (not on a GPU attune has no specs for, nor --blind).
+    static bool estimated(const CampaignState& state) {
+        return state.estimate && state.estimate(state.incumbent_edits).estimated;
+    }
+
     std::optional<Candidate> choose(const CampaignState& state, std::vector<Candidate>& candidates) {
         const auto incumbent_estimate = state.estimate ? std::optional{state.estimate(state.incumbent_edits)} : std::nullopt;
         // Any incumbent's OOM counts: the estimates already differ by what the flags change.
@@ -455,6 +461,8 @@ private:
         // when the campaign ends: incumbent-restored).
         if (own.empty()) {
             std::erase_if(viable, [](const Candidate* c) { return !c->explores; });
+            // Without estimates nothing ranks them: each is measured in the rules' order.
+            if (!estimated(state)) return viable.empty() ? std::nullopt : std::optional<Candidate>(*viable.front());
             return plan(state, viable, k_explore_gain);
         }
         const auto speed = [](const Candidate* c) {
@@ -466,6 +474,7 @@ private:
 
     /// The viable move that leads toward a faster layout the planner can reach, if any.
     std::optional<Candidate> plan(const CampaignState& state, const std::vector<Candidate*>& viable, double min_gain) {
+        if (!estimated(state)) return std::nullopt;
         const LayoutPlanner* planner = planner_for(state);
         if (!planner) return std::nullopt;
         const auto incumbent = m_space->point_of(state.incumbent_edits);

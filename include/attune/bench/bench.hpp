@@ -42,6 +42,7 @@ struct Request {
     int seeds = 5;                           ///< campaign seeds 1..seeds (run-to-run noise)
     std::vector<std::uint64_t> world_seeds;  ///< hidden worlds; each seed runs in each world
     bool random_preflight = false;           ///< random search judged by the preflight too
+    bool blind = false;                      ///< campaigns without the simulator's estimates (Settings::blind)
     std::optional<int> trial_steps;
     std::filesystem::path work_dir;  ///< campaign folders go here (created by run)
 };

@@ -43,6 +43,9 @@ struct Settings {
     bool preflight_verdicts = true;          ///< false: predicted OOMs and infeasible layouts are launched anyway
                                              ///< (policies that have no preflight, such as random search)
     std::optional<int> max_levers;           ///< the gate's --max-levers for each candidate; none: no limit
+    /// --blind: no estimate reaches the policy, the preflight or the budget (as on a GPU attune has no
+    /// specs for): the policy works from the trials' diagnosis and its rules' order alone.
+    bool blind = false;
     /// A replay: the start-up the replayed campaign's backend charged (launch::fixed_startup_s of
     /// it); otherwise unset, and the backend's own is used.
     std::optional<double> replayed_fixed_startup_s;
@@ -71,6 +74,7 @@ struct Context {
     double max_queue_wait_s = 0;
     bool preflight_verdicts = true;          ///< see Settings
     std::optional<int> max_levers;           ///< see Settings
+    bool blind = false;                      ///< see Settings
     /// The start-up every trial is charged when the backend fixes it (the simulated cluster's);
     /// unset, the campaign learns it from its finished trials (campaign-start `fixed_startup_s`).
     std::optional<double> fixed_startup_s;

@@ -25,6 +25,7 @@ struct Cluster {
     std::string constraint;
     bool exclusive = true;
     std::string time_limit;                  ///< a trial's default time limit, Slurm format ("00:30:00")
+    std::optional<double> time_limit_s;      ///< the same in seconds; unset when the file gives none
     std::string container_image;             ///< pyxis/enroot --container-image
     std::string container_mounts;            ///< pyxis/enroot --container-mounts
     std::string gpus_flag = "gpus-per-node"; ///< gpus-per-node | gres
@@ -41,6 +42,10 @@ struct Cluster {
 std::string launch_word_problem(std::string_view word);
 /// Whether a word holds any placeholder.
 bool has_placeholder(std::string_view word);
+
+/// Seconds of a Slurm time (`MM`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`); nullopt when
+/// it is not one (`UNLIMITED`, garbage).
+std::optional<double> slurm_time_seconds(std::string_view text);
 
 /// The built-in default: 8 nodes x 8 H100 SXM.
 Cluster default_cluster();

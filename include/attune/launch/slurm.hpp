@@ -27,10 +27,6 @@ std::string directive_value(std::string_view value, std::string_view what);
 /// whole second and at least one minute (Slurm's granularity).
 std::string time_limit(double seconds);
 
-/// Parses a Slurm time (`MM`, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`) into
-/// seconds; nullopt when it is not one (`UNLIMITED`, garbage).
-std::optional<double> parse_time(std::string_view text);
-
 /// A job name Slurm shows in squeue: `attune-<campaign>-t<trial>.<attempt>`, other characters as `_`.
 std::string job_name(std::string_view campaign, int trial, int attempt);
 

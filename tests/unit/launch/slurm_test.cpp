@@ -78,17 +78,6 @@ TEST(SlurmTime, FormatsSecondsAsSlurmTimeRoundedUpToAMinuteAtLeast) {
     EXPECT_EQ(slurm::time_limit(90061), "1-01:01:01");
 }
 
-TEST(SlurmTime, ParsesEverySlurmSpelling) {
-    EXPECT_EQ(slurm::parse_time("30"), 1800);
-    EXPECT_EQ(slurm::parse_time("1:30"), 90);
-    EXPECT_EQ(slurm::parse_time("01:02:03"), 3723);
-    EXPECT_EQ(slurm::parse_time("2-03"), 2 * 86400 + 3 * 3600);
-    EXPECT_EQ(slurm::parse_time("1-00:00:10"), 86410);
-    EXPECT_FALSE(slurm::parse_time("UNLIMITED"));
-    EXPECT_FALSE(slurm::parse_time(""));
-    EXPECT_FALSE(slurm::parse_time("1:2:3:4"));
-}
-
 TEST(SlurmJobName, NamesCampaignTrialAndAttemptWithSafeCharacters) {
     EXPECT_EQ(slurm::job_name("llama 8b;x", 3, 2), "attune-llama_8b_x-t3.2");
 }
@@ -220,7 +209,7 @@ TEST(SlurmAccounting, ReadsTheAllocationLineOfTheJob) {
 TEST(SlurmAccounting, ReadsScontrolKeyValues) {
     const auto f = slurm::parse_scontrol("JobId=5 JobName=x JobState=TIMEOUT Reason=TimeLimit ExitCode=0:0 RunTime=00:01:04\n");
     EXPECT_EQ(f.at("JobState"), "TIMEOUT");
-    EXPECT_EQ(slurm::parse_time(f.at("RunTime")), 64);
+    EXPECT_EQ(attune::cluster::slurm_time_seconds(f.at("RunTime")), 64);
 }
 
 }  // namespace
