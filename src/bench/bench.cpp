@@ -1,5 +1,6 @@
 #include <attune/bench/bench.hpp>
 
+#include <attune/campaign/budget.hpp>
 #include <attune/campaign/campaign.hpp>
 #include <attune/campaign/factories.hpp>
 #include <attune/core/error.hpp>
@@ -41,6 +42,8 @@ std::string safe(std::string text) {
     return text;
 }
 
+constexpr double k_near_oracle = 0.95;  // "reached the oracle": the bench's GPU-hours and stopped-short measures
+
 /// The oracle's best of each (suite entry, world seed): the same for every policy and campaign seed,
 /// so it is searched once (its search is most of a short campaign's time).
 using Oracles = std::map<std::pair<const SuiteEntry*, std::uint64_t>, double>;
@@ -51,7 +54,7 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     settings.recipe = entry.recipe;
     settings.cluster_file = entry.cluster;
     settings.model_config = entry.model_config;
-    settings.budget_gpu_s = request.budget_gpu_s;
+    settings.budget_gpu_s = budget_gpu_s(request, entry);
     settings.trial_steps = request.trial_steps;
     settings.policy = policy_name;
     settings.seed = seed;
@@ -102,11 +105,16 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
         if (trial.gpu_seconds > 0) r.curve.emplace_back(spent / 3600, incumbent);
     }
     r.gpu_hours_spent = record.spent_gpu_s / 3600;
+    r.budget_gpu_hours = settings.budget_gpu_s / 3600;
+    // Against the oracle, not the campaign's own final best, which would flatter a policy that ends low.
     for (const auto& [hours, tokens] : r.curve)
-        if (r.true_tokens_per_s_per_gpu > 0 && tokens >= 0.95 * r.true_tokens_per_s_per_gpu) {
+        if (r.oracle_tokens_per_s_per_gpu > 0 && tokens >= k_near_oracle * r.oracle_tokens_per_s_per_gpu) {
             r.gpu_hours_to_95 = hours;
             break;
         }
+    const double mean_trial_gpu_s = r.launches > 0 ? record.spent_gpu_s / r.launches : 0;
+    r.stopped_short = r.true_tokens_per_s_per_gpu < k_near_oracle * r.oracle_tokens_per_s_per_gpu &&
+                      record.left_gpu_s() >= 2 * mean_trial_gpu_s;
     return r;
 }
 
@@ -134,7 +142,25 @@ double at(const Run& r, double hours) {
     return value;
 }
 
+std::uint64_t world_seed_of(const fs::path& manifest, const YAML::Node& node) {
+    try {
+        return node.as<std::uint64_t>();
+    } catch (const YAML::Exception&) {
+        throw InputError(fmt::format("{}:{}: world_seed: expected a non-negative integer", manifest.string(), node.Mark().line + 1));
+    }
+}
+
+double budget_of(const fs::path& manifest, const YAML::Node& node) {
+    try {
+        return campaign::parse_budget(node.as<std::string>());
+    } catch (const InputError& e) {
+        throw InputError(fmt::format("{}:{}: budget: {}", manifest.string(), node.Mark().line + 1, e.what()));
+    }
+}
+
 }  // namespace
+
+double budget_gpu_s(const Request& request, const SuiteEntry& entry) { return entry.budget_gpu_s.value_or(request.budget_gpu_s); }
 
 std::vector<SuiteEntry> load_suite(const fs::path& dir) {
     if (!fs::is_directory(dir))
@@ -156,13 +182,17 @@ std::vector<SuiteEntry> load_suite(const fs::path& dir) {
                 throw InputError(fmt::format("{}:{}: expected {{recipe: FILE, cluster: FILE}}",
                                              manifest.string(), item.Mark().line + 1));
             for (const auto& field : item)
-                if (const auto key = field.first.as<std::string>(); key != "recipe" && key != "cluster" && key != "name" && key != "model_config")
-                    throw InputError(fmt::format("{}:{}: unknown key '{}'; expected recipe, cluster, name or model_config",
+                if (const auto key = field.first.as<std::string>();
+                    key != "recipe" && key != "cluster" && key != "name" && key != "model_config" && key != "world_seed" &&
+                    key != "budget")
+                    throw InputError(fmt::format("{}:{}: unknown key '{}'; expected recipe, cluster, name, model_config, world_seed or budget",
                                                  manifest.string(), field.first.Mark().line + 1, key));
             SuiteEntry e;
             e.recipe = dir / item["recipe"].as<std::string>();
             if (item["cluster"]) e.cluster = dir / item["cluster"].as<std::string>();
             if (item["model_config"]) e.model_config = dir / item["model_config"].as<std::string>();
+            if (item["world_seed"]) e.world_seed = world_seed_of(manifest, item["world_seed"]);
+            if (item["budget"]) e.budget_gpu_s = budget_of(manifest, item["budget"]);
             e.name = item["name"] ? item["name"].as<std::string>()
                                   : e.recipe.filename().string() +
                                         (e.cluster ? " @ " + e.cluster->stem().string() : "");
@@ -174,7 +204,7 @@ std::vector<SuiteEntry> load_suite(const fs::path& dir) {
     } else {
         for (const auto& file : fs::directory_iterator(dir))
             if (file.is_regular_file() && recipe::is_recipe_file(file.path()))
-                suite.push_back({file.path().filename().string(), file.path(), std::nullopt, std::nullopt});
+                suite.push_back({file.path().filename().string(), file.path(), std::nullopt, std::nullopt, std::nullopt, std::nullopt});
         std::sort(suite.begin(), suite.end(),
                   [](const SuiteEntry& a, const SuiteEntry& b) { return a.name < b.name; });
     }
@@ -196,7 +226,7 @@ std::vector<Run> run(const Request& request, const std::function<void(const Run&
     for (const auto& entry : request.suite)
         for (const auto& policy : request.policies)
             for (int seed = 1; seed <= request.seeds; ++seed)
-                for (const auto world_seed : request.world_seeds) {
+                for (const auto world_seed : entry.world_seed ? std::vector{*entry.world_seed} : request.world_seeds) {
                     runs.push_back(run_one(request, entry, policy, std::uint64_t(seed), world_seed, oracles));
                     if (progress) progress(runs.back());
                 }
@@ -207,7 +237,7 @@ json to_json(const Request& request, const std::vector<Run>& runs) {
     json recipes = json::array();
     struct Totals {
         std::vector<double> fractions, hours;
-        int failed = 0, refusals = 0, won = 0, at_95 = 0;
+        int failed = 0, refusals = 0, won = 0, at_95 = 0, short_stops = 0;
         double min_fraction = 1e9;
     };
     std::map<std::string, Totals> totals;
@@ -218,14 +248,16 @@ json to_json(const Request& request, const std::vector<Run>& runs) {
         double winning = -1;
         for (const auto& name : request.policies) {
             std::vector<double> tokens, fractions, hours, spent;
-            int failed = 0, refusals = 0, predicted = 0, launches = 0;
+            int failed = 0, refusals = 0, predicted = 0, launches = 0, short_stops = 0;
             for (const auto& r : runs) {
                 if (r.recipe != entry.name || r.policy != name) continue;
                 tokens.push_back(r.true_tokens_per_s_per_gpu);
                 fractions.push_back(r.oracle_tokens_per_s_per_gpu > 0
                                         ? r.true_tokens_per_s_per_gpu / r.oracle_tokens_per_s_per_gpu
                                         : 0.0);
-                if (r.gpu_hours_to_95) hours.push_back(*r.gpu_hours_to_95);
+                // A campaign that never got there counts its whole budget: a floor on what it needed.
+                hours.push_back(r.gpu_hours_to_95.value_or(r.budget_gpu_hours));
+                short_stops += r.stopped_short ? 1 : 0;
                 spent.push_back(r.gpu_hours_spent);
                 failed += r.failed_launches, refusals += r.refusals, predicted += r.predicted_failures,
                     launches += r.launches;
@@ -236,7 +268,8 @@ json to_json(const Request& request, const std::vector<Run>& runs) {
             policies[name] = {{"mean_tokens_per_s_per_gpu", mean(tokens)},
                               {"stdev", stdev(tokens)},
                               {"fraction_of_oracle", mean(fractions)},
-                              {"gpu_hours_to_95", number_or_null(hours)},
+                              {"gpu_hours_to_95_of_oracle", number_or_null(hours)},
+                              {"stopped_short", short_stops},
                               {"failed_launches", failed},
                               {"refusals", refusals},
                               {"predicted_failures", predicted},
@@ -247,7 +280,7 @@ json to_json(const Request& request, const std::vector<Run>& runs) {
             t.fractions.push_back(mean(fractions));
             t.min_fraction = std::min(t.min_fraction, mean(fractions));
             if (!hours.empty()) t.hours.push_back(mean(hours));
-            t.failed += failed, t.refusals += refusals;
+            t.failed += failed, t.refusals += refusals, t.short_stops += short_stops;
             if (mean(fractions) >= 0.95) ++t.at_95;
             if (mean(tokens) > winning) winning = mean(tokens), winner = name;
         }
@@ -257,6 +290,7 @@ json to_json(const Request& request, const std::vector<Run>& runs) {
                                                      : std::string("default (8x8 H100)")},
                            {"baseline_tokens_per_s_per_gpu", mean(baselines)},
                            {"oracle_tokens_per_s_per_gpu", mean(oracles)},
+                           {"budget_gpu_hours", budget_gpu_s(request, entry) / 3600},
                            {"policies", policies}});
     }
     json summary = json::object();
@@ -264,7 +298,8 @@ json to_json(const Request& request, const std::vector<Run>& runs) {
         const auto& t = totals[name];
         summary[name] = {{"mean_fraction_of_oracle", mean(t.fractions)},
                          {"min_fraction_of_oracle", t.fractions.empty() ? 0.0 : t.min_fraction},
-                         {"mean_gpu_hours_to_95", number_or_null(t.hours)},
+                         {"mean_gpu_hours_to_95_of_oracle", number_or_null(t.hours)},
+                         {"stopped_short", t.short_stops},
                          {"failed_launches", t.failed},
                          {"refusals", t.refusals},
                          {"recipes_best", t.won},
@@ -278,11 +313,18 @@ json to_json(const Request& request, const std::vector<Run>& runs) {
             {"summary", summary}};
 }
 
+/// The recipe's cluster, and its budget where it is not the bench's.
+std::string cluster_cell(const json& doc, const json& recipe) {
+    const double budget = recipe["budget_gpu_hours"].get<double>();
+    if (budget == doc["budget_gpu_hours"].get<double>()) return recipe["cluster"].get<std::string>();
+    return fmt::format("{}, {:g} GPU-h", recipe["cluster"].get<std::string>(), budget);
+}
+
 std::string markdown(const json& doc) {
     std::string out =
         "| recipe | cluster | baseline tok/s/GPU | oracle | policy | mean tok/s/GPU | stdev | of oracle | "
-        "GPU-h to 95% | failed launches | refusals |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+        "GPU-h to 95% of oracle | stopped short | failed launches | refusals |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     const auto hours = [](const json& v) {
         return v.is_null() ? std::string("-") : fmt::format("{:.1f}", v.get<double>());
     };
@@ -291,26 +333,26 @@ std::string markdown(const json& doc) {
         for (const auto& name : doc["policies"]) {
             const auto& p = r["policies"][name.get<std::string>()];
             out += fmt::format(
-                "| {} | {} | {} | {} | {} | {:.0f} | {:.0f} | {:.2f} | {} | {} | {} |\n",
-                first ? r["recipe"].get<std::string>() : "", first ? r["cluster"].get<std::string>() : "",
+                "| {} | {} | {} | {} | {} | {:.0f} | {:.0f} | {:.2f} | {} | {} | {} | {} |\n",
+                first ? r["recipe"].get<std::string>() : "", first ? cluster_cell(doc, r) : "",
                 first ? fmt::format("{:.0f}", r["baseline_tokens_per_s_per_gpu"].get<double>()) : "",
                 first ? fmt::format("{:.0f}", r["oracle_tokens_per_s_per_gpu"].get<double>()) : "",
                 name.get<std::string>(), p["mean_tokens_per_s_per_gpu"].get<double>(),
-                p["stdev"].get<double>(), p["fraction_of_oracle"].get<double>(), hours(p["gpu_hours_to_95"]),
-                p["failed_launches"].get<int>(), p["refusals"].get<int>());
+                p["stdev"].get<double>(), p["fraction_of_oracle"].get<double>(), hours(p["gpu_hours_to_95_of_oracle"]),
+                p["stopped_short"].get<int>(), p["failed_launches"].get<int>(), p["refusals"].get<int>());
             first = false;
         }
     }
     out +=
-        "\n| policy | mean of oracle | worst recipe | GPU-h to 95% | failed launches | refusals | best on "
-        "recipes | recipes at 95% of oracle |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+        "\n| policy | mean of oracle | worst recipe | GPU-h to 95% of oracle | stopped short | failed launches | "
+        "refusals | best on recipes | recipes at 95% of oracle |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (const auto& name : doc["policies"]) {
         const auto& s = doc["summary"][name.get<std::string>()];
-        out += fmt::format("| {} | {:.2f} | {:.2f} | {} | {} | {} | {} | {} |\n", name.get<std::string>(),
+        out += fmt::format("| {} | {:.2f} | {:.2f} | {} | {} | {} | {} | {} | {} |\n", name.get<std::string>(),
                            s["mean_fraction_of_oracle"].get<double>(),
-                           s["min_fraction_of_oracle"].get<double>(), hours(s["mean_gpu_hours_to_95"]),
-                           s["failed_launches"].get<int>(), s["refusals"].get<int>(),
+                           s["min_fraction_of_oracle"].get<double>(), hours(s["mean_gpu_hours_to_95_of_oracle"]),
+                           s["stopped_short"].get<int>(), s["failed_launches"].get<int>(), s["refusals"].get<int>(),
                            s["recipes_best"].get<int>(), s["recipes_at_95_of_oracle"].get<int>());
     }
     return out;
@@ -320,7 +362,8 @@ std::string plot_svg(const Request& request, const std::vector<Run>& runs) {
     constexpr int width = 720, height = 420, left = 70, right = 150, top = 30, bottom = 50;
     constexpr int samples = 120;
     constexpr const char* colours[] = {"#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
-    const double budget_h = request.budget_gpu_s / 3600;
+    double budget_h = request.budget_gpu_s / 3600;
+    for (const auto& entry : request.suite) budget_h = std::max(budget_h, budget_gpu_s(request, entry) / 3600);
     const double plot_w = width - left - right, plot_h = height - top - bottom;
     const auto x_of = [&](double hours) { return left + plot_w * hours / budget_h; };
     const auto y_of = [&](double fraction) {

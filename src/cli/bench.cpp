@@ -1,5 +1,6 @@
 // `attune bench`: every policy on every recipe of a suite, on the simulated cluster (issue 8).
 #include <attune/bench/bench.hpp>
+#include <attune/bench/generate.hpp>
 
 #include <attune/campaign/budget.hpp>
 #include <attune/cli/command.hpp>
@@ -23,9 +24,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr const char* k_default_budget = "200gpuh";
+
 struct BenchOptions {
     std::string suite;
-    std::string budget = "200gpuh";
+    int generate = 0;
+    std::uint64_t seed = 1;
+    std::string write_suite;
+    std::string budget;  ///< empty: 200 GPU-h, or a suite row's own
     std::string policies = "rules,random,bayes,grid";
     int seeds = 5;
     std::vector<std::uint64_t> world_seeds;
@@ -48,11 +54,35 @@ struct TempDir {
     }
 };
 
+/// The suite to run: --suite's, or one --generate writes (into --write-suite, else `scratch`).
+std::vector<bench::SuiteEntry> suite_of(const BenchOptions& o, TempDir& scratch) {
+    if (o.generate == 0) {
+        if (!o.write_suite.empty()) throw InputError("--write-suite: only with --generate N");
+        return bench::load_suite(o.suite.empty() ? data_dir() / "examples" / "bench" : fs::path(o.suite));
+    }
+    if (!o.suite.empty()) throw InputError("--suite and --generate: give one (a written suite runs again with --suite DIR)");
+    fs::path dir = o.write_suite;
+    if (dir.empty()) {
+        scratch.path = dir = fs::temp_directory_path() / fmt::format("attune-suite-{}", ::getpid());
+    } else if (fs::exists(dir) && !fs::is_empty(dir)) {
+        throw InputError(fmt::format("--write-suite {}: not empty; a suite is written into a new or empty folder", dir.string()));
+    }
+    auto suite = bench::generate_suite(o.generate, o.seed, dir);
+    if (!o.write_suite.empty()) spdlog::info("suite of {} rows written to {} (run it again: attune bench --suite {})", suite.size(), dir.string(), dir.string());
+    return suite;
+}
+
 int execute(const BenchOptions& o) {
     bench::Request request;
-    request.suite =
-        bench::load_suite(o.suite.empty() ? data_dir() / "examples" / "bench" : fs::path(o.suite));
-    request.budget_gpu_s = campaign::parse_budget(o.budget);
+    TempDir scratch;
+    request.suite = suite_of(o, scratch);
+    // Worlds named on the command line replace the rows' own.
+    if (!o.world_seeds.empty())
+        for (auto& entry : request.suite) entry.world_seed.reset();
+    request.budget_gpu_s = campaign::parse_budget(o.budget.empty() ? k_default_budget : o.budget);
+    // A budget named on the command line replaces the rows' own.
+    if (!o.budget.empty())
+        for (auto& entry : request.suite) entry.budget_gpu_s.reset();
     for (const auto& name : util::split(o.policies, ','))
         if (!util::trim(name).empty()) request.policies.emplace_back(util::trim(name));
     if (request.policies.empty())
@@ -100,10 +130,14 @@ const Registration k_registration{
             app.add_subcommand("bench", "Every policy on every recipe of a suite, on the simulated cluster");
         bench->add_option("--suite", options->suite,
                           "Folder of recipes, or with suite.yaml (default: examples/bench)");
-        bench
-            ->add_option("--budget", options->budget,
-                         "GPU-time budget of each campaign: 200gpuh, 200 gpu-h, 12000gpumin")
-            ->capture_default_str();
+        bench->add_option("--generate", options->generate,
+                          "Draw a suite of N recipes from the model catalogue (GPUs, node counts, starting points) instead");
+        bench->add_option("--seed", options->seed, "--generate: the draw (the same seed, the same suite)")->capture_default_str();
+        bench->add_option("--write-suite", options->write_suite,
+                          "--generate: keep the suite (recipes, clusters, suite.yaml) in this new folder");
+        bench->add_option("--budget", options->budget,
+                          "GPU-time budget of each campaign: 200gpuh, 200 gpu-h, 12000gpumin (default: 200gpuh, or a "
+                          "suite row's own budget)");
         bench
             ->add_option("--policies", options->policies,
                          "Comma-separated policies: rules, random, bayes, grid, llm")

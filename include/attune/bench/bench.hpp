@@ -25,6 +25,10 @@ struct SuiteEntry {
     std::optional<std::filesystem::path> cluster;  ///< nullopt: the default cluster (8 x 8 H100)
     /// A Hugging Face config.json of the model, for a recipe that names none (a DeepSpeed config).
     std::optional<std::filesystem::path> model_config;
+    /// The row's hidden world (a generated suite draws one per row); nullopt: the bench's --world-seeds.
+    std::optional<std::uint64_t> world_seed;
+    /// The row's GPU-time budget (a generated suite scales it with the row's GPUs); nullopt: the bench's --budget.
+    std::optional<double> budget_gpu_s;
 };
 
 /// A suite folder: `suite.yaml` (a list of `{recipe: FILE, cluster: FILE, name: TEXT, model_config: FILE}`, paths relative to the
@@ -54,11 +58,17 @@ struct Run {
     double true_tokens_per_s_per_gpu = 0;  ///< the final best in the world, no noise (0: it does not run)
     double oracle_tokens_per_s_per_gpu = 0;
     double baseline_tokens_per_s_per_gpu = 0;  ///< the recipe as given, in the same world
-    std::optional<double> gpu_hours_to_95;  ///< spent when the incumbent first reached 95% of the final best
+    std::optional<double> gpu_hours_to_95;  ///< spent when the incumbent first reached 95% of the oracle
     double gpu_hours_spent = 0;
+    double budget_gpu_hours = 0;           ///< the campaign's
+    /// Ended below 95% of the oracle with budget left for two more trials of the campaign's mean cost.
+    bool stopped_short = false;
     int launches = 0, failed_launches = 0, refusals = 0, predicted_failures = 0;
     std::vector<std::pair<double, double>> curve;  ///< (GPU-hours spent, true throughput of the incumbent)
 };
+
+/// A row's budget: its own, else the request's.
+double budget_gpu_s(const Request& request, const SuiteEntry& entry);
 
 /// Runs every (recipe, policy, seed, world seed) campaign in turn; `progress` hears each one finished.
 /// Throws InputError, before `work_dir` is created, when a policy cannot be made (an unknown name,

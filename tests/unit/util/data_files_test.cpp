@@ -1,6 +1,7 @@
 // Every key of every data file attune ships (gate/, skills/, data/) is either read or refused when the
 // file loads: a key nothing reads would let a user edit it and see nothing change. Each mapping of
 // each file gets an extra key, and its loader must refuse it, naming the file and the line.
+#include <attune/bench/generate.hpp>
 #include <attune/core/error.hpp>
 #include <attune/diagnose/diagnosis.hpp>
 #include <attune/gate/adapter.hpp>
@@ -109,7 +110,7 @@ TEST(ShippedDataFiles, EveryDataFileOfGateSkillsAndDataIsCovered) {
     for (const auto& c : data_files()) covered.insert(c.file);
     for (const auto* folder : {"gate", "skills", "data"})
         for (const auto& entry : fs::recursive_directory_iterator(k_source / folder))
-            if (entry.path().extension() == ".yaml")
+            if (entry.path().extension() == ".yaml" && entry.path().parent_path() != k_source / "data" / "generate")
                 EXPECT_TRUE(covered.count(fs::relative(entry.path(), k_source).string()))
                     << entry.path() << " is a data file no loader test covers";
 }
@@ -146,3 +147,31 @@ INSTANTIATE_TEST_SUITE_P(Gate, ShippedDataFile, ::testing::ValuesIn(data_files()
                              for (auto& c : name) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                              return name;
                          });
+
+// The recipe templates of `bench --generate` are recipes: the gate classifies their keys (a section the
+// family leaves open, such as NeMo's `run.**`, takes any key), and a key it does not classify is refused.
+TEST(GenerateTemplates, EveryTemplateLoadsAndAKeyItsFamilyDoesNotClassifyIsRefusedWithItsLine) {
+    int templates = 0;
+    for (const auto& entry : fs::directory_iterator(k_source / "data" / "generate")) {
+        ++templates;
+        ASSERT_NO_THROW((void)bench::load_template(entry.path())) << entry.path();
+        const auto text = util::read_text_file(entry.path());
+        const auto at = text.find("\nmodel:\n");
+        ASSERT_NE(at, std::string::npos) << entry.path() << ": the test adds a key to its model section";
+        const auto dir = fs::temp_directory_path() / fmt::format("attune-template-{}", ::getpid());
+        fs::create_directories(dir);
+        const auto copy = dir / entry.path().filename();
+        std::ofstream(copy) << text.substr(0, at) << "\nmodel:\n  " << k_unread << ": 1" << text.substr(at + 7);
+        const int line = int(std::count(text.begin(), text.begin() + std::ptrdiff_t(at), '\n')) + 3;
+        try {
+            (void)bench::load_template(copy);
+            ADD_FAILURE() << entry.path() << ": model." << k_unread << " was not refused";
+        } catch (const InputError& e) {
+            EXPECT_NE(std::string(e.what()).find(fmt::format("{}:{}:", copy.string(), line)), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(k_unread), std::string::npos) << e.what();
+        }
+        fs::remove_all(dir);
+    }
+    EXPECT_GE(templates, 1);
+}
+
