@@ -126,10 +126,12 @@ recipe::Document row_document(const Template& t, const Setting& s) {
     return doc.with_edits(edits);
 }
 
-/// Whether a layout runs in `world`: consistent, and fits.
+/// Whether a layout runs in `world` and the nominal estimate says so too (a user's recipe passes attune's
+/// own preflight): consistent, and fits.
 bool runs(const sim::SimInputs& in, const sim::Layout& layout, const sim::World& world) {
+    const auto nominal = sim::estimate(in.hardware, in.model, layout);
     const auto e = world.measure(in.hardware, in.model, layout, 0, 0, false);
-    return e.valid && e.fits;
+    return nominal.valid && nominal.fits && e.valid && e.fits;
 }
 
 /// A first draft: tp drawn among those inside the node that divide the heads, the fewest pipeline
@@ -246,13 +248,20 @@ private:
             std::optional<sim::Layout> layout = draft;
             if (kind == StartKind::vendor) layout = best_layout(space, sim::World(world_seed ^ k_sibling_world));
             if (kind == StartKind::ported) layout = ported_layout(t, s, in);
-            if (!layout || !runs(in, *layout, world) || !space.admits(*layout)) {
-                spdlog::debug("generate: {} on {} x {}: no {} layout that runs here; drawn again", short_name(s), s.nodes, s.gpu, kind_name(kind));
+            if (!layout || !space.admits(*layout)) {
+                spdlog::debug("generate: {} on {} x {}: no {} layout the gate allows; drawn again", short_name(s), s.nodes, s.gpu, kind_name(kind));
                 return std::nullopt;
             }
             const auto recipe = base.with_edits(policy::edit_list(space.changes(*layout)));
+            // The recipe as written is what must run (a companion the family does not write, such as
+            // sequence parallelism in a script without the flag, is not in it).
+            if (const auto written = sim::from_recipe(recipe, adapter, cluster); !runs(written, written.layout, world)) {
+                spdlog::debug("generate: {} on {} x {}: the {} recipe does not fit; drawn again", short_name(s), s.nodes, s.gpu, kind_name(kind));
+                return std::nullopt;
+            }
             Row r;
-            r.name = fmt::format("g{:02} {} {} {}x{} {}", index + 1, short_name(s), s.gpu, s.nodes, k_gpus_per_node, kind_name(kind));
+            r.name = fmt::format("g{:02} {} {} {}x{} {} ({})", index + 1, short_name(s), s.gpu, s.nodes, k_gpus_per_node, kind_name(kind),
+                                 adapter.name());
             r.recipe_file = fmt::format("g{:02}-{}-{}-{}n-{}{}", index + 1, short_name(s), s.gpu, s.nodes, kind_name(kind),
                                         t.file.extension().string());
             r.recipe_text = recipe.text();

@@ -151,27 +151,30 @@ INSTANTIATE_TEST_SUITE_P(Gate, ShippedDataFile, ::testing::ValuesIn(data_files()
 // The recipe templates of `bench --generate` are recipes: the gate classifies their keys (a section the
 // family leaves open, such as NeMo's `run.**`, takes any key), and a key it does not classify is refused.
 TEST(GenerateTemplates, EveryTemplateLoadsAndAKeyItsFamilyDoesNotClassifyIsRefusedWithItsLine) {
+    // Where each format gets a key added: the YAML recipe's model section, the launch script's MODEL_ARGS.
+    const std::vector<std::pair<std::string, std::string>> sections{{"\nmodel:\n", std::string("  ") + k_unread + ": 1\n"},
+                                                                    {"\nMODEL_ARGS=(\n", std::string("    --") + k_unread + " 1\n"}};
     int templates = 0;
     for (const auto& entry : fs::directory_iterator(k_source / "data" / "generate")) {
         ++templates;
         ASSERT_NO_THROW((void)bench::load_template(entry.path())) << entry.path();
         const auto text = util::read_text_file(entry.path());
-        const auto at = text.find("\nmodel:\n");
-        ASSERT_NE(at, std::string::npos) << entry.path() << ": the test adds a key to its model section";
+        const auto section = std::find_if(sections.begin(), sections.end(), [&](const auto& s) { return text.find(s.first) != std::string::npos; });
+        ASSERT_NE(section, sections.end()) << entry.path() << ": the test knows no section of it to add a key to";
+        const auto at = text.find(section->first) + section->first.size();
         const auto dir = fs::temp_directory_path() / fmt::format("attune-template-{}", ::getpid());
         fs::create_directories(dir);
         const auto copy = dir / entry.path().filename();
-        std::ofstream(copy) << text.substr(0, at) << "\nmodel:\n  " << k_unread << ": 1" << text.substr(at + 7);
-        const int line = int(std::count(text.begin(), text.begin() + std::ptrdiff_t(at), '\n')) + 3;
+        std::ofstream(copy) << text.substr(0, at) << section->second << text.substr(at);
+        const int line = int(std::count(text.begin(), text.begin() + std::ptrdiff_t(at), '\n')) + 1;
         try {
             (void)bench::load_template(copy);
-            ADD_FAILURE() << entry.path() << ": model." << k_unread << " was not refused";
+            ADD_FAILURE() << entry.path() << ": " << k_unread << " was not refused";
         } catch (const InputError& e) {
             EXPECT_NE(std::string(e.what()).find(fmt::format("{}:{}:", copy.string(), line)), std::string::npos) << e.what();
             EXPECT_NE(std::string(e.what()).find(k_unread), std::string::npos) << e.what();
         }
         fs::remove_all(dir);
     }
-    EXPECT_GE(templates, 1);
+    EXPECT_GE(templates, 2);
 }
-
