@@ -449,13 +449,22 @@ private:
             }
             viable.push_back(&c);
         }
-        // The planner bounds a step's slowdown by its target's gain (LayoutPlanner::choose): a path to a much
-        // faster layout may cross one that is more than 10% slower.
-        if (const auto planned = fitting.empty() ? std::nullopt : plan(state, fitting, k_planned_gain)) return *planned;
-        if (viable.empty()) return std::nullopt;
         std::vector<Candidate*> own;
         std::copy_if(viable.begin(), viable.end(), std::back_inserter(own),
                      [&](const Candidate* c) { return !m_rules.phases[c->phase].planned_only; });
+        const auto speed = [](const Candidate* c) {
+            return c->estimate && c->estimate->valid ? c->estimate->tokens_per_s_per_gpu : 0.0;
+        };
+        std::stable_sort(own.begin(), own.end(), [&](const Candidate* a, const Candidate* b) { return speed(a) > speed(b); });
+        // The planner bounds a step's slowdown by its target's gain (LayoutPlanner::choose): a path to a much
+        // faster layout may cross one that is more than 10% slower. A move predicted to gain more on its own
+        // than the plan's whole destination goes first (grouped expert GEMMs before a detour through layouts).
+        if (const auto planned = fitting.empty() ? std::nullopt : plan(state, fitting, k_planned_gain)) {
+            const bool outgains = !own.empty() && incumbent_estimate && incumbent_estimate->valid &&
+                                  speed(own.front()) > (1 + planned->plan_gain) * incumbent_estimate->tokens_per_s_per_gpu;
+            return outgains ? *own.front() : *planned;
+        }
+        if (viable.empty()) return std::nullopt;
         // The moves are spent and budget is left: explore toward layouts predicted only a little faster,
         // which the cluster may rank differently than the model (a detour that does not pay is undone
         // when the campaign ends: incumbent-restored).
@@ -465,10 +474,6 @@ private:
             if (!estimated(state)) return viable.empty() ? std::nullopt : std::optional<Candidate>(*viable.front());
             return plan(state, viable, k_explore_gain);
         }
-        const auto speed = [](const Candidate* c) {
-            return c->estimate && c->estimate->valid ? c->estimate->tokens_per_s_per_gpu : 0.0;
-        };
-        std::stable_sort(own.begin(), own.end(), [&](const Candidate* a, const Candidate* b) { return speed(a) > speed(b); });
         return *own.front();
     }
 
