@@ -71,7 +71,7 @@ const std::vector<LayoutPlanner::Target>& LayoutPlanner::targets(const Point& in
         if (d == dims.size()) {
             if (!m_space.consistent(p)) return;
             const sim::Estimate e = m_space.estimate(p);
-            if (e.valid && e.fits && e.memory_gib.total <= e.memory_gib.capacity * (1 - m_margin))
+            if (e.valid && e.fits)
                 out.push_back({e.tokens_per_s_per_gpu, e.memory_gib.total, p});
             return;
         }
@@ -88,7 +88,7 @@ const std::vector<LayoutPlanner::Target>& LayoutPlanner::targets(const Point& in
     return out;
 }
 
-bool LayoutPlanner::reachable(const Point& from, const Point& to, double limit_gib) const {
+bool LayoutPlanner::reachable(const Point& from, const Point& to, double limit_gib, double target_limit_gib) const {
     std::set<Point> seen;
     const std::function<bool(const Point&)> search = [&](const Point& s) {
         if (s == to) return true;
@@ -101,7 +101,7 @@ bool LayoutPlanner::reachable(const Point& from, const Point& to, double limit_g
                 if (o == s[d]) continue;
                 Point next = s;
                 next[d] = o;
-                if (fits(next, limit_gib) && search(next)) return true;
+                if (fits(next, next == to ? target_limit_gib : limit_gib) && search(next)) return true;
             }
         }
         return false;
@@ -111,14 +111,16 @@ bool LayoutPlanner::reachable(const Point& from, const Point& to, double limit_g
 
 std::optional<LayoutPlanner::Choice> LayoutPlanner::choose(const Point& incumbent,
                                                            const std::vector<std::optional<Point>>& candidates,
-                                                           double memory_limit_gib, double min_gain) const {
+                                                           double memory_limit_gib, double min_gain,
+                                                           double target_limit_gib) const {
     const sim::Estimate now = m_space.estimate(incumbent);
     if (!now.valid) return std::nullopt;
     const double limit = std::min(memory_limit_gib, now.memory_gib.capacity * (1 - m_margin));
+    const double target_limit = std::max(limit, std::min(memory_limit_gib, target_limit_gib));
     std::size_t considered = 0;
     for (const Target& target : targets(incumbent)) {
         if (now.fits && target.tokens_per_s_per_gpu < now.tokens_per_s_per_gpu * (1 + min_gain)) break;
-        if (target.memory_gib > limit) continue;
+        if (target.memory_gib > target_limit) continue;
         if (++considered > k_max_targets) break;
         std::optional<std::size_t> best;
         double best_speed = 0;
@@ -126,11 +128,11 @@ std::optional<LayoutPlanner::Choice> LayoutPlanner::choose(const Point& incumben
         const double slowest = now.tokens_per_s_per_gpu * (1 - std::max(k_step_slowdown, k_step_share_of_gain * gain));
         for (std::size_t i = 0; i < candidates.size(); ++i) {
             const auto& c = candidates[i];
-            if (!c || !toward(incumbent, *c, target.point) || !fits(*c, limit)) continue;
+            if (!c || !toward(incumbent, *c, target.point) || !fits(*c, *c == target.point ? target_limit : limit)) continue;
             const double speed = m_space.estimate(*c).tokens_per_s_per_gpu;
             if (now.fits && speed < slowest) continue;
             if (best && speed <= best_speed) continue;
-            if (!reachable(*c, target.point, limit)) continue;
+            if (!reachable(*c, target.point, limit, target_limit)) continue;
             best = i;
             best_speed = speed;
         }

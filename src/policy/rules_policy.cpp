@@ -502,7 +502,10 @@ private:
         // A layout estimated at or above one that ran out of memory is not planned through.
         const auto oom_floor = oom_memory_floor(state);
         const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
-        const auto choice = planner->choose(*incumbent, points, limit, min_gain);
+        // The planned layout itself may fill the memory that a single move could (the estimate times this
+        // cluster's measured bias); the steps before it keep the planner's margin.
+        const double target_limit = state.estimate(state.incumbent_edits).capacity_gib / memory_bias(state);
+        const auto choice = planner->choose(*incumbent, points, limit, min_gain, target_limit);
         if (!choice) return std::nullopt;
         Candidate chosen = *viable[choice->index];
         chosen.planned = true;

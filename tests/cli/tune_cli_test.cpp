@@ -252,6 +252,22 @@ TEST(TunePlans, AMoveThatGainsMoreThanThePlansDestinationGoesBeforeThePlan) {
     EXPECT_GE(stepping_stones_after, 1) << "the plan goes on after the move that outgains it";
 }
 
+TEST(TunePlans, SplitsTheSequenceSoThatRecomputeCanComeOff) {
+    // Llama 3 70B at tp 1 x pp 16 with full recompute on 32 H200: without recompute it fits only at
+    // tp 2 x pp 8 x cp 2, reached one lever at a time through slower layouts (vpp down, cp up, tp up).
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = fixture("megatron-lm/llama3-70b-ported-to-h200.sh");
+    const std::string cluster = example("bench/clusters/p5e-h200-4nodes.yaml");
+    const json result = tune_json({recipe, "--cluster", cluster, "--budget", "200gpuh"}, campaign);
+    const json& best = result["best"]["edits"];
+    EXPECT_EQ(best["MODEL_ARGS.--context-parallel-size"], 2) << result.dump(2);
+    EXPECT_TRUE(best["TRAINING_ARGS.--recompute-granularity"].is_null()) << result.dump(2);
+    EXPECT_GE(trials_with_reason(result, "is what the plan predicted", "accept"), 2) << result.dump(2);
+    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(recipe, {"--cluster", cluster}));
+    expect_sound(result, campaign, recipe);
+}
+
 TEST(TunePlans, SpendsAmpleBudgetOnALayoutPredictedOnlyALittleFaster) {
     // Qwen3-30B-A3B's vendor layout on 8 B200 (ep 8, mbs 1): once its own moves are spent, ep 4 x pp 2
     // at micro batch 4 is predicted 0.9% faster, below the 2% a detour needs while moves are left;

@@ -28,8 +28,10 @@ public:
         std::size_t index;   ///< of the candidate
         double target_gain;  ///< the target's predicted speed over the incumbent's, minus 1
     };
+    /// `target_limit_gib` bounds the planned layout itself, which may go past the margin the steps
+    /// before it keep: it is one trial, and an OOM there reverts it like any move's.
     [[nodiscard]] std::optional<Choice> choose(const Point& incumbent, const std::vector<std::optional<Point>>& candidates,
-                                               double memory_limit_gib, double min_gain) const;
+                                               double memory_limit_gib, double min_gain, double target_limit_gib) const;
 
     /// The same tp, pp, vpp, cp, ep, micro batch and recompute (the flags may differ).
     [[nodiscard]] bool same_layout(const Point& a, const Point& b) const;
@@ -42,12 +44,12 @@ private:
     };
     [[nodiscard]] const std::vector<Target>& targets(const Point& incumbent) const;
     [[nodiscard]] bool fits(const Point& point, double limit_gib) const;
-    [[nodiscard]] bool reachable(const Point& from, const Point& to, double limit_gib) const;
+    [[nodiscard]] bool reachable(const Point& from, const Point& to, double limit_gib, double target_limit_gib) const;
     [[nodiscard]] bool is_layout(std::size_t dim) const;
 
     const ConfigSpace& m_space;
     double m_margin;
-    /// Every consistent layout that fits, fastest first, per setting of the flag levers.
+    /// Every consistent layout the estimate says fits, fastest first, per setting of the flag levers.
     mutable std::map<Point, std::vector<Target>> m_targets;
 };
 
