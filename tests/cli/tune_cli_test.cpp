@@ -252,20 +252,40 @@ TEST(TunePlans, AMoveThatGainsMoreThanThePlansDestinationGoesBeforeThePlan) {
     EXPECT_GE(stepping_stones_after, 1) << "the plan goes on after the move that outgains it";
 }
 
+/// A generated row's recipe (tests/fixtures/tune/megatron-lm/) tuned with 200 GPU-h on 32 H200: it must
+/// reach 95% of the oracle and stay sound; the result, for what the test says of its path.
+json tune_generated_row_on_h200(const TempDir& dir, const std::string& name) {
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = fixture("megatron-lm/" + name);
+    const std::string cluster = example("bench/clusters/p5e-h200-4nodes.yaml");
+    const json result = tune_json({recipe, "--cluster", cluster, "--budget", "200gpuh"}, campaign);
+    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(recipe, {"--cluster", cluster}));
+    expect_sound(result, campaign, recipe);
+    return result;
+}
+
 TEST(TunePlans, SplitsTheSequenceSoThatRecomputeCanComeOff) {
     // Llama 3 70B at tp 1 x pp 16 with full recompute on 32 H200: without recompute it fits only at
     // tp 2 x pp 8 x cp 2, reached one lever at a time through slower layouts (vpp down, cp up, tp up).
     const TempDir dir;
-    const auto campaign = dir.path() / "c";
-    const std::string recipe = fixture("megatron-lm/llama3-70b-ported-to-h200.sh");
-    const std::string cluster = example("bench/clusters/p5e-h200-4nodes.yaml");
-    const json result = tune_json({recipe, "--cluster", cluster, "--budget", "200gpuh"}, campaign);
+    const json result = tune_generated_row_on_h200(dir, "llama3-70b-ported-to-h200.sh");
     const json& best = result["best"]["edits"];
     EXPECT_EQ(best["MODEL_ARGS.--context-parallel-size"], 2) << result.dump(2);
     EXPECT_TRUE(best["TRAINING_ARGS.--recompute-granularity"].is_null()) << result.dump(2);
     EXPECT_GE(trials_with_reason(result, "is what the plan predicted", "accept"), 2) << result.dump(2);
-    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(recipe, {"--cluster", cluster}));
-    expect_sound(result, campaign, recipe);
+}
+
+TEST(TunePlans, TradesExpertTensorParallelismForExpertParallelism) {
+    // A Mixtral 8x22B draft at tp 8 x pp 4 on 32 H200 (one data-parallel rank; expert tp follows tp):
+    // ep cannot grow alone (ep x etp x pp would exceed the GPUs) nor etp shrink alone (each rank would
+    // hold more of every expert); ep up with etp down, the expert group's size kept, is one lever.
+    const TempDir dir;
+    const json result = tune_generated_row_on_h200(dir, "mixtral-8x22b-draft-h200.sh");
+    const json& best = result["best"]["edits"];
+    EXPECT_EQ(best["MODEL_ARGS.--expert-model-parallel-size"], 8) << result.dump(2);
+    EXPECT_EQ(best["MODEL_ARGS.--expert-tensor-parallel-size"], 1) << result.dump(2);
+    for (const auto& trial : result["trials"])
+        if (trial["lever"] == "ep") EXPECT_NE(trial["verdict"], "refused") << trial.dump(2);
 }
 
 TEST(TunePlans, SpendsAmpleBudgetOnALayoutPredictedOnlyALittleFaster) {
