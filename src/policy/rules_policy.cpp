@@ -458,11 +458,17 @@ private:
         std::stable_sort(own.begin(), own.end(), [&](const Candidate* a, const Candidate* b) { return speed(a) > speed(b); });
         // The planner bounds a step's slowdown by its target's gain (LayoutPlanner::choose): a path to a much
         // faster layout may cross one that is more than 10% slower. A move predicted to gain more on its own
-        // than the plan's whole destination goes first (grouped expert GEMMs before a detour through layouts).
+        // than the plan's whole destination goes first (grouped expert GEMMs before a detour through layouts),
+        // and so does a flag predicted to gain 10% or more: the plan ranked its layouts with the incumbent's
+        // flags, so its gain is overstated by what the flag would add to every layout on the way.
         if (const auto planned = fitting.empty() ? std::nullopt : plan(state, fitting, k_planned_gain)) {
-            const bool outgains = !own.empty() && incumbent_estimate && incumbent_estimate->valid &&
-                                  speed(own.front()) > (1 + planned->plan_gain) * incumbent_estimate->tokens_per_s_per_gpu;
-            return outgains ? *own.front() : *planned;
+            if (own.empty() || !incumbent_estimate || !incumbent_estimate->valid) return *planned;
+            const double now = incumbent_estimate->tokens_per_s_per_gpu;
+            if (speed(own.front()) > (1 + planned->plan_gain) * now) return *own.front();
+            const auto flag = std::find_if(own.begin(), own.end(), [&](const Candidate* c) {
+                return speed(c) > (1 + k_flag_first_gain) * now && keeps_layout(state, *c);
+            });
+            return flag != own.end() ? **flag : *planned;
         }
         if (viable.empty()) return std::nullopt;
         // The moves are spent and budget is left: explore toward layouts predicted only a little faster,
@@ -475,6 +481,14 @@ private:
             return plan(state, viable, k_explore_gain);
         }
         return *own.front();
+    }
+
+    /// The candidate changes flags only: the same tp, pp, vpp, cp, ep, micro batch and recompute.
+    bool keeps_layout(const CampaignState& state, const Candidate& c) {
+        const LayoutPlanner* planner = planner_for(state);
+        const auto incumbent = m_space ? m_space->point_of(state.incumbent_edits) : std::nullopt;
+        const auto point = m_space ? m_space->point_of(merged(state.incumbent_edits, c.edits)) : std::nullopt;
+        return planner && incumbent && point && planner->same_layout(*point, *incumbent);
     }
 
     /// The viable move that leads toward a faster layout the planner can reach, if any.
@@ -528,6 +542,7 @@ private:
     // Plans leave 5 % of HBM free: the estimate assumes typical fragmentation, a cluster may have more.
     static constexpr double k_memory_margin = 0.05;
     static constexpr double k_planned_gain = 0.02;      // a target worth a detour: 2 % faster, predicted
+    static constexpr double k_flag_first_gain = 0.2;    // a flag that goes before a plan: 20 % faster, predicted
     static constexpr double k_explore_gain = 0.005;     // once the moves are spent: half a percent
     static constexpr double k_memory_step_gib = 0.01;   // "below" a layout that ran out of memory
     std::unique_ptr<ConfigSpace> m_space;
