@@ -112,11 +112,11 @@ bool LayoutPlanner::reachable(const Point& from, const Point& to, double limit_g
 std::optional<LayoutPlanner::Choice> LayoutPlanner::choose(const Point& incumbent,
                                                            const std::vector<std::optional<Point>>& candidates,
                                                            double memory_limit_gib, double min_gain,
-                                                           double target_limit_gib) const {
+                                                           double memory_bias) const {
     const sim::Estimate now = m_space.estimate(incumbent);
     if (!now.valid) return std::nullopt;
     const double limit = std::min(memory_limit_gib, now.memory_gib.capacity * (1 - m_margin));
-    const double target_limit = std::max(limit, std::min(memory_limit_gib, target_limit_gib));
+    const double target_limit = std::max(limit, std::min(memory_limit_gib, now.memory_gib.capacity / memory_bias));
     std::size_t considered = 0;
     for (const Target& target : targets(incumbent)) {
         if (now.fits && target.tokens_per_s_per_gpu < now.tokens_per_s_per_gpu * (1 + min_gain)) break;

@@ -459,14 +459,15 @@ private:
         // The planner bounds a step's slowdown by its target's gain (LayoutPlanner::choose): a path to a much
         // faster layout may cross one that is more than 10% slower. A move predicted to gain more on its own
         // than the plan's whole destination goes first (grouped expert GEMMs before a detour through layouts),
-        // and so does a flag predicted to gain 10% or more: the plan ranked its layouts with the incumbent's
+        // and so does a flag predicted to gain 20% or more: the plan ranked its layouts with the incumbent's
         // flags, so its gain is overstated by what the flag would add to every layout on the way.
-        if (const auto planned = fitting.empty() ? std::nullopt : plan(state, fitting, k_planned_gain)) {
+        if (const auto planned = fitting.empty() ? std::nullopt : plan(state, fitting, k_planned_gain, bias)) {
             if (own.empty() || !incumbent_estimate || !incumbent_estimate->valid) return *planned;
             const double now = incumbent_estimate->tokens_per_s_per_gpu;
             if (speed(own.front()) > (1 + planned->plan_gain) * now) return *own.front();
+            const auto incumbent = m_space ? m_space->point_of(state.incumbent_edits) : std::nullopt;
             const auto flag = std::find_if(own.begin(), own.end(), [&](const Candidate* c) {
-                return speed(c) > (1 + k_flag_first_gain) * now && keeps_layout(state, *c);
+                return speed(c) > (1 + k_flag_first_gain) * now && incumbent && keeps_layout(state, *incumbent, *c);
             });
             return flag != own.end() ? **flag : *planned;
         }
@@ -478,21 +479,22 @@ private:
             std::erase_if(viable, [](const Candidate* c) { return !c->explores; });
             // Without estimates nothing ranks them: each is measured in the rules' order.
             if (!estimated(state)) return viable.empty() ? std::nullopt : std::optional<Candidate>(*viable.front());
-            return plan(state, viable, k_explore_gain);
+            return plan(state, viable, k_explore_gain, bias);
         }
         return *own.front();
     }
 
-    /// The candidate changes flags only: the same tp, pp, vpp, cp, ep, micro batch and recompute.
-    bool keeps_layout(const CampaignState& state, const Candidate& c) {
-        const LayoutPlanner* planner = planner_for(state);
-        const auto incumbent = m_space ? m_space->point_of(state.incumbent_edits) : std::nullopt;
-        const auto point = m_space ? m_space->point_of(merged(state.incumbent_edits, c.edits)) : std::nullopt;
-        return planner && incumbent && point && planner->same_layout(*point, *incumbent);
+    /// The candidate changes flags only: the same tp, pp, vpp, cp, ep, micro batch and recompute as the
+    /// incumbent's point (a plan was chosen, so the planner and its space exist).
+    bool keeps_layout(const CampaignState& state, const Point& incumbent, const Candidate& c) const {
+        const auto point = m_space->point_of(merged(state.incumbent_edits, c.edits));
+        return point && m_planner->same_layout(*point, incumbent);
     }
 
     /// The viable move that leads toward a faster layout the planner can reach, if any.
-    std::optional<Candidate> plan(const CampaignState& state, const std::vector<Candidate*>& viable, double min_gain) {
+    /// `bias`: this cluster's measured memory over the estimate (memory_bias).
+    std::optional<Candidate> plan(const CampaignState& state, const std::vector<Candidate*>& viable, double min_gain,
+                                  double bias) {
         if (!estimated(state)) return std::nullopt;
         const LayoutPlanner* planner = planner_for(state);
         if (!planner) return std::nullopt;
@@ -516,10 +518,7 @@ private:
         // A layout estimated at or above one that ran out of memory is not planned through.
         const auto oom_floor = oom_memory_floor(state);
         const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
-        // The planned layout itself may fill the memory that a single move could (the estimate times this
-        // cluster's measured bias); the steps before it keep the planner's margin.
-        const double target_limit = state.estimate(state.incumbent_edits).capacity_gib / memory_bias(state);
-        const auto choice = planner->choose(*incumbent, points, limit, min_gain, target_limit);
+        const auto choice = planner->choose(*incumbent, points, limit, min_gain, bias);
         if (!choice) return std::nullopt;
         Candidate chosen = *viable[choice->index];
         chosen.planned = true;

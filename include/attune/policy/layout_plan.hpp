@@ -28,10 +28,11 @@ public:
         std::size_t index;   ///< of the candidate
         double target_gain;  ///< the target's predicted speed over the incumbent's, minus 1
     };
-    /// `target_limit_gib` bounds the planned layout itself, which may go past the margin the steps
-    /// before it keep: it is one trial, and an OOM there reverts it like any move's.
+    /// `memory_bias`: the cluster's measured peak memory over the estimate (at least 1). The planned layout
+    /// itself may fill the memory a single move could, the capacity over that bias, past the margin the
+    /// steps before it keep: it is one trial, and an OOM there reverts it like any move's.
     [[nodiscard]] std::optional<Choice> choose(const Point& incumbent, const std::vector<std::optional<Point>>& candidates,
-                                               double memory_limit_gib, double min_gain, double target_limit_gib) const;
+                                               double memory_limit_gib, double min_gain, double memory_bias) const;
 
     /// The same tp, pp, vpp, cp, ep, micro batch and recompute (the flags may differ).
     [[nodiscard]] bool same_layout(const Point& a, const Point& b) const;
