@@ -62,6 +62,7 @@ Run run_one(const Request& request, const SuiteEntry& entry, const std::string& 
     settings.preflight_verdicts = campaign::policy_uses_preflight(policy_name) || request.random_preflight;
     settings.max_levers = campaign::policy_max_levers(policy_name);
     settings.blind = request.blind;
+    settings.lessons_dir = request.lessons_dir;
     settings.llm = request.policy_options.llm;
     settings.llm_url = request.policy_options.llm_url;
     settings.no_skills = request.policy_options.no_skills;
@@ -309,6 +310,8 @@ json to_json(const Request& request, const std::vector<Run>& runs) {
             {"policies", request.policies},
             {"seeds", request.seeds},
             {"world_seeds", request.world_seeds},
+            {"blind", request.blind},
+            {"lessons", request.lessons_dir ? json(request.lessons_dir->string()) : json(nullptr)},
             {"recipes", recipes},
             {"summary", summary}};
 }

@@ -108,6 +108,7 @@ private:
                                fmt::format("trial {} measured {:+.1f}%, inside the noise band: measuring it again",
                                            first.view.n, 100 * *first.gain),
                                first.answers, first.stepping_stone, first.plan_gain};
+        again.lesson = first.view.lesson;
         propose(record, "candidate", again, false, first.view.n);
     }
 
@@ -214,6 +215,7 @@ private:
                    {"answers", proposal.answers}};
         if (proposal.stepping_stone) event["stepping_stone"] = true, event["plan_gain"] = proposal.plan_gain;
         if (repeat_of >= 0) event["repeat_of"] = repeat_of;
+        if (!proposal.lesson.empty()) event["lesson"] = proposal.lesson;
         m_journal.append("trial-proposed", std::move(event));
     }
 

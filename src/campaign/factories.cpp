@@ -41,12 +41,12 @@ void check_policy(const PolicyOptions& options) {
     if (options.name == "llm") llm_client(options);
 }
 
-std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const Context&) {
+std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const Context& context) {
     check_policy(options);
     if (options.name == "random") return policy::make_random_policy(options.seed);
     if (options.name == "bayes") return policy::make_bayes_policy(options.seed);
     if (options.name == "grid") return policy::make_grid_policy();
-    auto rules = policy::make_rules_policy(policy::default_search_rules());
+    auto rules = policy::make_rules_policy(policy::default_search_rules(), context.lessons);
     if (options.name == "llm")
         return policy::make_llm_policy(llm_client(options), std::move(rules), {.skills = !options.no_skills});
     return rules;

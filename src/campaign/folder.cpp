@@ -23,6 +23,7 @@ constexpr const char* k_original = "recipes/original.yaml";  // journals that do
 constexpr const char* k_cluster = "cluster.yaml";
 constexpr const char* k_gate_policy = "gate-policy.yaml";
 constexpr const char* k_model_config = "model-config.json";
+constexpr const char* k_lessons = "lessons";
 
 void make_folder(const fs::path& dir) {
     std::error_code error;
@@ -79,6 +80,7 @@ Context context_of(const fs::path& dir, const fs::path& recipe, const std::strin
                    .preflight_verdicts = true,
                    .max_levers = std::nullopt,
                    .blind = false,
+                   .lessons = {},
                    .fixed_startup_s = std::nullopt};
 }
 
@@ -89,6 +91,28 @@ void require_simulable(const fs::path& recipe, const Context& context) {
     const auto p = preflight_of(context.original, *context.adapter, context.cluster);
     if (!p.estimated || !p.valid)
         throw InputError(fmt::format("{}: the simulated cluster cannot run this recipe: {}", recipe.string(), p.problem));
+}
+
+/// The lessons of `dir` that match the recipe, copied into the campaign's lessons/ folder; their paths
+/// there, relative to the campaign folder (campaign-start `lessons`).
+json copy_lessons(const std::filesystem::path& dir, const Context& context, const fs::path& campaign) {
+    const auto query = policy::lesson_query(context.original, *context.adapter, context.cluster);
+    json copied = json::array();
+    const auto matched = policy::matching_lessons(policy::load_lessons(dir), query);
+    if (!matched.empty()) fs::create_directories(campaign / k_lessons);
+    for (const auto& lesson : matched) {
+        const fs::path to = fs::path(k_lessons) / lesson.file.filename();
+        copy_in(lesson.file, campaign / to);
+        copied.push_back(to.string());
+    }
+    return copied;
+}
+
+/// The lessons a campaign read, from its own copies, in the order it matched them.
+std::vector<policy::Lesson> lessons_of(const fs::path& dir, const json& start) {
+    std::vector<policy::Lesson> out;
+    for (const auto& file : start.value("lessons", json::array())) out.push_back(policy::load_lesson(dir / file.get<std::string>()));
+    return out;
 }
 
 }  // namespace
@@ -119,6 +143,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
     if (fs::exists(dir / "journal.jsonl"))
         throw InputError(fmt::format("{}: this folder already holds a campaign; add --resume to continue it, or choose another --campaign",
                                      dir.string()));
+    if (settings.lessons_dir) policy::load_lessons(*settings.lessons_dir);  // a malformed lessons file writes nothing
     make_folder(dir);
     auto lock = std::make_unique<CampaignLock>(dir);
     // The copy keeps the recipe's format, which its extension names.
@@ -148,6 +173,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
     context.blind = settings.blind;
     context.fixed_startup_s = settings.replayed_fixed_startup_s ? settings.replayed_fixed_startup_s
                                                                 : launch::fixed_startup_s(settings.backend);
+    const json lessons = settings.lessons_dir ? copy_lessons(*settings.lessons_dir, context, dir) : json::array();
+    context.lessons = lessons_of(dir, {{"lessons", lessons}});
     Journal journal = Journal::open(dir);
     journal.append("campaign-start",
                    {{"recipe", settings.recipe.string()},
@@ -171,6 +198,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"preflight_verdicts", settings.preflight_verdicts},
                     {"max_levers", settings.max_levers ? json(*settings.max_levers) : json(nullptr)},
                     {"blind", settings.blind},
+                    {"lessons_dir", settings.lessons_dir ? json(settings.lessons_dir->string()) : json(nullptr)},
+                    {"lessons", lessons},
                     {"fixed_startup_s", context.fixed_startup_s ? json(*context.fixed_startup_s) : json(nullptr)},
                     {"rules_hash", context.rules->hash()},
                     {"search_rules", fs::path(context.search->source).lexically_relative(data_dir()).string()},
@@ -208,6 +237,7 @@ Opened reopen(const fs::path& dir, bool lock) {
     context.max_levers = max_levers_of(start);
     context.blind = start.value("blind", false);
     context.fixed_startup_s = fixed_startup_of(start);
+    context.lessons = lessons_of(dir, start);
     return {std::move(context), std::move(journal), std::move(held)};
 }
 

@@ -33,6 +33,7 @@ void on_proposed(CampaignRecord& record, const nlohmann::json& e) {
     trial.view.move = e.value("move", "");
     trial.view.edits = policy::edits_from_json(e.value("edits", nlohmann::json::object()));
     trial.view.incumbent = e.value("incumbent", -1);
+    trial.view.lesson = e.value("lesson", "");
     trial.view.outcome = "pending";
     trial.rationale = e.value("rationale", "");
     trial.answers = e.value("answers", "");

@@ -59,6 +59,8 @@ Settings settings_of(const fs::path& dir, const json& start) {
     s.preflight_verdicts = start.value("preflight_verdicts", true);
     s.max_levers = max_levers_of(start);
     s.blind = start.value("blind", false);
+    // The lessons it read, from its own copies: the same files match the same recipe again.
+    if (!start.value("lessons", json::array()).empty()) s.lessons_dir = dir / "lessons";
     return s;
 }
 
@@ -85,7 +87,7 @@ std::unique_ptr<policy::Policy> replay_policy(const Settings& s, const Context& 
     for (const auto& e : events)
         if (e.value("type", "") == "llm-exchange") exchanges.push_back(llm::exchange_from_json(e));
     return policy::make_llm_policy(llm::make_replay_client(std::move(exchanges)),
-                                   policy::make_rules_policy(policy::default_search_rules()), {.skills = !s.no_skills});
+                                   policy::make_rules_policy(policy::default_search_rules(), context.lessons), {.skills = !s.no_skills});
 }
 
 /// The decisions of a journal, without what legitimately differs between runs (times, job ids).

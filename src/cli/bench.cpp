@@ -38,6 +38,8 @@ struct BenchOptions {
     int trial_steps = 0;
     bool preflight = false;
     bool blind = false;
+    std::string lessons;
+    bool no_lessons = false;
     LlmOptions llm;
     std::string campaigns;
     std::string plot;
@@ -93,6 +95,7 @@ int execute(const BenchOptions& o) {
         o.world_seeds.empty() ? std::vector<std::uint64_t>{sim::k_default_world_seed} : o.world_seeds;
     request.random_preflight = o.preflight;
     request.blind = o.blind;
+    if (!o.lessons.empty()) request.lessons_dir = fs::path(o.lessons);
     request.policy_options = policy_options("", 1, o.llm);  // name and seed are set per campaign
     if (o.trial_steps != 0) request.trial_steps = o.trial_steps;
     TempDir work;
@@ -154,6 +157,12 @@ const Registration k_registration{
                         "Judge random search's proposals by the memory estimate too");
         bench->add_flag("--blind", options->blind,
                         "Campaigns without the simulator's estimates (no preflight, no planning); the oracle still scores them");
+        // Unlike tune, no lessons by default: the suite's vendor rows are the published layouts the shipped
+        // lessons describe, and a bench measures the search; --lessons DIR measures what lessons add.
+        auto* lessons = bench->add_option("--lessons", options->lessons,
+                                          "Campaigns start from the lessons of DIR that match their recipe (default: none)");
+        bench->add_flag("--no-lessons", options->no_lessons, "Campaigns start from the search rules alone (the default)")
+            ->excludes(lessons);
         add_llm_options(*bench, options->llm, "--policies ...,llm");
         bench->add_option("--campaigns", options->campaigns,
                           "Keep the campaign folders here (default: a temporary folder, removed)");

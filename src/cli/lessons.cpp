@@ -1,9 +1,7 @@
 #include <attune/campaign/campaign.hpp>
-#include <attune/campaign/trial_io.hpp>
 #include <attune/cli/command.hpp>
 #include <attune/core/error.hpp>
 #include <attune/report/lessons.hpp>
-#include <attune/sim/from_recipe.hpp>
 #include <attune/util/files.hpp>
 
 #include <CLI/CLI.hpp>
@@ -18,27 +16,11 @@ struct LessonsOptions {
     std::string output;
 };
 
-report::LessonFacts facts_of(const campaign::Context& context) {
-    report::LessonFacts facts;
-    const auto& adapter = *context.adapter;
-    facts.model = adapter.model_name(context.original).value_or(context.original.origin());
-    facts.gpus = campaign::gpus_of(context.original, adapter, context.cluster);
-    facts.seq_len = int(adapter.quantity(context.original, "seq_len", context.cluster).value_or(0));
-    try {
-        const auto in = sim::from_recipe(context.original, adapter, context.cluster);
-        facts.params_b = sim::total_params(in.model) / 1e9;
-        facts.moe = in.model.experts > 0;
-    } catch (const InputError&) {
-        // The model's shape is not in the recipe: the lessons file leaves its size at 0.
-    }
-    return facts;
-}
-
 int execute(const LessonsOptions& o) {
     const auto opened = campaign::reopen(o.dir, /*lock=*/false);
     const auto record = campaign::fold(opened.journal.events());
     if (!record.end) throw InputError(fmt::format("{}: the campaign has not finished; lessons come from finished campaigns", o.dir));
-    const std::string text = report::lessons(record, facts_of(opened.context));
+    const std::string text = report::lessons(record, report::lesson_of(record, opened.context));
     if (o.output.empty()) fmt::print("{}", text);
     else util::write_file_atomically(o.output, text);
     return 0;

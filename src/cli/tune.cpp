@@ -4,6 +4,7 @@
 #include <attune/cli/command.hpp>
 #include <attune/cli/llm_options.hpp>
 #include <attune/core/error.hpp>
+#include <attune/core/paths.hpp>
 #include <attune/cluster/cluster.hpp>
 #include <attune/report/report.hpp>
 #include <attune/util/files.hpp>
@@ -38,6 +39,8 @@ struct TuneOptions {
     LlmOptions llm;
     bool preflight = false;
     bool blind = false;
+    std::string lessons;
+    bool no_lessons = false;
     bool json = false;
     std::string max_queue_wait;
 };
@@ -79,6 +82,7 @@ campaign::Opened open_campaign(const TuneOptions& o) {
     settings.preflight_verdicts = o.preflight || campaign::policy_uses_preflight(o.policy);
     settings.max_levers = campaign::policy_max_levers(o.policy);
     settings.blind = o.blind;
+    if (!o.no_lessons) settings.lessons_dir = o.lessons.empty() ? data_dir() / "skills" / "lessons" : fs::path(o.lessons);
     campaign::check_policy(policy_options(o.policy, o.seed, o.llm));  // refuse a bad policy or backend before anything is written
     if (!o.max_queue_wait.empty()) {
         const auto seconds = cluster::slurm_time_seconds(o.max_queue_wait);
@@ -150,6 +154,9 @@ const Registration k_registration{10, [](CLI::App& app, Action& chosen) {
     tune->add_flag("--preflight", options->preflight, "--policy random: judge its proposals by the memory estimate too");
     tune->add_flag("--blind", options->blind,
                    "Tune without the simulator's estimates (no preflight, no planning), as on a GPU attune has no specs for");
+    auto* lessons = tune->add_option("--lessons", options->lessons,
+                                     "Lessons from past campaigns to start from: the files of DIR that match the recipe (default: skills/lessons/)");
+    tune->add_flag("--no-lessons", options->no_lessons, "Start from the search rules alone")->excludes(lessons);
     tune->add_flag("--json", options->json, "Print the result as one JSON document");
     tune->fallthrough();  // -q before or after the subcommand
     tune->callback([options, &chosen] { chosen = [options] { return execute(*options); }; });

@@ -251,7 +251,7 @@ std::string signature(const Edits& edits) { return edits_to_json(edits).dump(); 
 
 class RulesPolicy final : public Policy {
 public:
-    explicit RulesPolicy(const SearchRules& rules) : m_rules(rules) {}
+    RulesPolicy(const SearchRules& rules, std::vector<Lesson> lessons) : m_rules(rules), m_lessons(std::move(lessons)) {}
 
     std::string name() const override { return "rules"; }
 
@@ -263,13 +263,15 @@ public:
         // A near miss to measure again counts as a move left.
         const bool incumbent_ok = state.incumbent_measured && state.incumbent_measured->status == "ok";
         auto again = incumbent_ok ? remeasure(state, campaign) : std::nullopt;
+        const auto taught = from_lesson(state, candidates);
         auto stop_facts = campaign;
         // A move only a worthwhile plan may take is no move left to explore with.
         const auto exploring = std::count_if(candidates.begin(), candidates.end(), [](const Candidate& c) { return c.explores; });
-        stop_facts["moves_left"] = double(exploring + (again ? 1 : 0));
+        stop_facts["moves_left"] = double(exploring + (again ? 1 : 0) + (taught ? 1 : 0));
         const auto stop_lookup = facts_lookup(incumbent, *state.adapter, *state.cluster, state.incumbent_measured, stop_facts);
         for (const auto& rule : m_rules.stop)
             if (const auto holds = rule.when.evaluate(stop_lookup); holds && *holds != 0) return Stop{rule.why};
+        if (taught) return *taught;
         const auto best = choose(state, candidates);
         if (!best && again) return *again;
         if (!best && !estimated(state)) return Stop{"Every applicable move has been measured against the incumbent."};
@@ -314,7 +316,7 @@ private:
         }
         if (chosen == nullptr) return std::nullopt;
         const TrialView& first = *chosen->first;
-        return Proposal{first.lever,
+        Proposal again{first.lever,
                         first.move,
                         first.edits,
                         fmt::format("its moves spent: trial {} measured {:+.1f}% over {} run(s), predicted {:+.1f}%; measuring it "
@@ -324,6 +326,172 @@ private:
                         false,
                         0,
                         first.n};
+        again.lesson = first.lesson;
+        return again;
+    }
+
+    // ------------------------------------------------------------------ lessons
+    /// The move the first lesson still standing points to: a step of its layout, else a flag that helped.
+    std::optional<Proposal> from_lesson(const CampaignState& state, const std::vector<Candidate>& candidates) {
+        const auto lesson = std::find_if(m_lessons.begin(), m_lessons.end(), [&](const Lesson& l) { return !dropped(state, l); });
+        if (lesson == m_lessons.end()) return std::nullopt;
+        if (auto step = layout_step(state, *lesson)) return step;
+        return flag_step(state, *lesson, candidates);
+    }
+
+    /// A lesson whose move was measured (or refused, or predicted to fail) and not accepted here does not hold.
+    static bool dropped(const CampaignState& state, const Lesson& lesson) {
+        const auto taught = [&](const TrialView& t) { return t.kind == "candidate" && t.lesson == lesson.name; };
+        for (const auto& t : state.history) {
+            if (!taught(t) || t.accepted || t.outcome == "pending") continue;
+            const bool repeated_into_accept = std::any_of(state.history.begin(), state.history.end(), [&](const TrialView& u) {
+                return taught(u) && u.accepted && u.edits == t.edits;
+            });
+            if (!repeated_into_accept) return true;
+        }
+        return false;
+    }
+
+    /// The lesson's memory bias counts where it was measured on the same GPU: the same cluster's allocator.
+    double lesson_bias(const CampaignState& state, const Lesson& lesson) const {
+        const double bias = memory_bias(state);
+        return lesson.memory_bias && lesson.gpu == util::to_lower(state.cluster->gpu) ? std::max(bias, *lesson.memory_bias) : bias;
+    }
+
+    /// The layout levers (the planner's: the flags stay as the incumbent has them).
+    static constexpr Field k_layout_fields[] = {Field::tp, Field::pp, Field::vpp, Field::cp, Field::ep, Field::mbs, Field::recompute};
+
+    std::optional<std::size_t> dimension_of(Field field) const {
+        const auto& dims = m_space->dimensions();
+        for (std::size_t d = 0; d < dims.size(); ++d)
+            if (dims[d].field == field) return d;
+        return std::nullopt;
+    }
+
+    /// Fits the cluster as the estimate, scaled by `bias`, sees it, below any layout that ran out of memory.
+    bool fits_here(const Point& point, double bias, const std::optional<double>& oom_floor) const {
+        const auto e = m_space->estimate(point);
+        return e.valid && e.fits && e.memory_gib.total * bias <= e.memory_gib.capacity &&
+               (!oom_floor || e.memory_gib.total < *oom_floor);
+    }
+
+    /// The lesson's layout in this recipe's space: among the consistent layouts predicted to fit, within
+    /// k_lesson_slack of the fastest of them, the nearest to the lesson's (the lesson breaks the ties the
+    /// estimate cannot, and never leads far from what it predicts); blind, the nearest consistent one.
+    std::optional<Point> lesson_target(const CampaignState& state, const Lesson& lesson, const Point& incumbent) const {
+        const bool with_estimate = estimated(state);
+        const double bias = lesson_bias(state, lesson);
+        const auto oom_floor = oom_memory_floor(state);
+        struct Scored {
+            double distance, speed;
+            Point point;
+        };
+        std::vector<Scored> scored;
+        double fastest = 0;
+        std::vector<std::size_t> dims;
+        for (const Field f : k_layout_fields)
+            if (const auto d = dimension_of(f)) dims.push_back(*d);
+        Point point = incumbent;
+        const auto visit = [&](auto&& self, std::size_t i) -> void {
+            if (i == dims.size()) {
+                if (!m_space->consistent(point)) return;
+                double speed = 0;
+                if (with_estimate) {
+                    if (!fits_here(point, bias, oom_floor)) return;
+                    speed = m_space->estimate(point).tokens_per_s_per_gpu;
+                    fastest = std::max(fastest, speed);
+                }
+                scored.push_back({lesson_distance(*lesson.layout, lesson.seq_len, *m_space, point), speed, point});
+                return;
+            }
+            for (std::size_t o = 0; o < m_space->dimensions()[dims[i]].options.size(); ++o) {
+                point[dims[i]] = o;
+                self(self, i + 1);
+            }
+            point[dims[i]] = incumbent[dims[i]];
+        };
+        visit(visit, 0);
+        std::erase_if(scored, [&](const Scored& s) { return with_estimate && s.speed < (1 - k_lesson_slack) * fastest; });
+        std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
+            return a.distance != b.distance ? a.distance < b.distance : a.speed > b.speed;
+        });
+        for (const auto& s : scored)
+            if (m_space->admissible(s.point)) return s.point;
+        return std::nullopt;
+    }
+
+    /// One lever of the incumbent's layout set to the lesson's target value: the fastest predicted of those
+    /// that fit (blind: the first in lever order, recompute last), as a step of a plan toward the target.
+    std::optional<Proposal> layout_step(const CampaignState& state, const Lesson& lesson) {
+        if (!lesson.layout || !planner_for(state)) return std::nullopt;
+        const auto incumbent = m_space->point_of(state.incumbent_edits);
+        if (!incumbent) return std::nullopt;
+        const auto target = lesson_target(state, lesson, *incumbent);
+        if (!target || m_planner->same_layout(*target, *incumbent)) return std::nullopt;
+        const bool with_estimate = estimated(state);
+        const double bias = lesson_bias(state, lesson);
+        const auto oom_floor = oom_memory_floor(state);
+        std::set<std::string> tried;
+        for (const auto& t : state.history) tried.insert(signature(t.edits));
+        const Edits from = m_space->edits(*incumbent);
+        std::optional<std::pair<Point, Field>> best;
+        double best_speed = -1;
+        for (const Field f : k_layout_fields) {
+            const auto d = dimension_of(f);
+            if (!d || (*incumbent)[*d] == (*target)[*d]) continue;
+            Point step = *incumbent;
+            step[*d] = (*target)[*d];
+            if (!m_space->consistent(step) || (with_estimate && !fits_here(step, bias, oom_floor)) || !m_space->admissible(step))
+                continue;
+            if (tried.contains(signature(merged(state.incumbent_edits, difference(m_space->edits(step), from))))) continue;
+            const double speed = with_estimate ? m_space->estimate(step).tokens_per_s_per_gpu : 0;
+            if (!best || speed > best_speed) best = {step, f}, best_speed = speed;
+        }
+        if (!best) return std::nullopt;
+        const auto& [step, field] = *best;
+        const double now = with_estimate ? m_space->estimate(*incumbent).tokens_per_s_per_gpu : 0;
+        const double target_gain = with_estimate && now > 0 ? m_space->estimate(*target).tokens_per_s_per_gpu / now - 1 : lesson.gain;
+        Proposal p{std::string(lever_name(field)),
+                   "lesson-" + std::string(lever_name(field)),
+                   difference(m_space->edits(step), from),
+                   fmt::format("lesson {} ({}): {} toward its layout, here {}", lesson.name, lesson.source, lever_name(field),
+                               m_space->describe(*target)),
+                   state.incumbent_measured ? state.incumbent_measured->bottleneck : "",
+                   true,
+                   target_gain};
+        p.lesson = lesson.name;
+        return p;
+    }
+
+    /// The first flag that helped in the lesson that a move of the rules sets here and that fits.
+    std::optional<Proposal> flag_step(const CampaignState& state, const Lesson& lesson, const std::vector<Candidate>& candidates) const {
+        const double bias = lesson_bias(state, lesson);
+        for (const auto& flag : lesson.flags)
+            for (const auto& c : candidates) {
+                if (c.lever != flag.lever || !std::any_of(c.edits.begin(), c.edits.end(), [&](const auto& edit) {
+                        return ends_with_key(edit.first, flag.key) && edit.second.same_as(flag.value, Value::Numeric::coerce);
+                    }))
+                    continue;
+                if (state.estimate) {
+                    const auto e = state.estimate(merged(state.incumbent_edits, c.edits));
+                    if (e.valid && (!e.fits || e.memory_gib * bias > e.capacity_gib)) continue;
+                }
+                Proposal p{c.lever, c.move->id, c.edits,
+                           fmt::format("lesson {} ({}): {} helped there ({:+.1f}%)", lesson.name, lesson.source, flag.key,
+                                       100 * flag.gain),
+                           state.incumbent_measured ? state.incumbent_measured->bottleneck : ""};
+                p.lesson = lesson.name;
+                return p;
+            }
+        return std::nullopt;
+    }
+
+    /// The edits of `to` that differ from `from`.
+    static Edits difference(const Edits& to, const Edits& from) {
+        Edits out;
+        for (const auto& [key, value] : to)
+            if (const auto it = from.find(key); it == from.end() || !it->second.same_as(value)) out.insert_or_assign(key, value);
+        return out;
     }
 
     static std::map<std::string, double> campaign_facts(const CampaignState& state) {
@@ -544,11 +712,13 @@ private:
     static constexpr double k_flag_first_gain = 0.2;    // a flag that goes before a plan: 20 % faster, predicted
     static constexpr double k_explore_gain = 0.005;     // once the moves are spent: half a percent
     static constexpr double k_memory_step_gib = 0.01;   // "below" a layout that ran out of memory
+    static constexpr double k_lesson_slack = 0.05;      // a lesson's layout: within 5 % of the fastest predicted
     std::unique_ptr<ConfigSpace> m_space;
     std::unique_ptr<LayoutPlanner> m_planner;
     bool m_no_space = false;
 
     const SearchRules& m_rules;
+    std::vector<Lesson> m_lessons;
 };
 
 }  // namespace
@@ -600,7 +770,9 @@ gate::Expression::Lookup facts_lookup(const recipe::Document& recipe, const gate
     };
 }
 
-std::unique_ptr<Policy> make_rules_policy(const SearchRules& rules) { return std::make_unique<RulesPolicy>(rules); }
+std::unique_ptr<Policy> make_rules_policy(const SearchRules& rules, std::vector<Lesson> lessons) {
+    return std::make_unique<RulesPolicy>(rules, std::move(lessons));
+}
 
 }  // namespace attune::policy
 

@@ -92,13 +92,16 @@ std::string markdown(const CampaignRecord& record, const std::filesystem::path& 
         out += fmt::format("LLM: {} calls, {} input + {} output tokens, {} answers refused, {} steps fell back to rules. ",
                            record.llm_exchanges, record.llm_input_tokens, record.llm_output_tokens, record.llm_refusals,
                            record.llm_fallbacks);
+    if (!s["lessons"].empty())
+        out += fmt::format("Lessons read (best first): {}. ", escape_md(fmt::format("{}", fmt::join(s["lessons"].get<std::vector<std::string>>(), ", "))));
     out += fmt::format("Stopped: {}\n\n", escape_md(s["stop_reason"].is_string() ? s["stop_reason"].get<std::string>() : "still running"));
     out += "## Winning levers\n\n```diff\n";
     if (s["best"]["edits"].empty()) out += "  (none: the original recipe stays the best measured)\n";
     for (const auto& [key, value] : s["best"]["edits"].items()) out += fmt::format("+ {}: {}\n", key, show(value));
     out += "```\n\n## Trials\n\n| # | lever | change | verdict | status | tokens/s/GPU | GPU-h | reason |\n|---|---|---|---|---|---|---|---|\n";
     for (const auto& t : s["trials"])
-        out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f} | {} |\n", t["n"].get<int>(), escape_md(t["lever"].get<std::string>()),
+        out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f} | {} |\n", t["n"].get<int>(),
+                           escape_md(t["lever"].get<std::string>() + (t["lesson"].is_string() ? " (lesson " + t["lesson"].get<std::string>() + ")" : "")),
                            escape_md(edits_text(t["edits"])), t["verdict"].get<std::string>(),
                            t["status"].is_string() ? t["status"].get<std::string>() : "-", number(t["tokens_per_s_per_gpu"]),
                            t["gpu_hours"].get<double>(), escape_md(t["reason"].get<std::string>()));

@@ -1,9 +1,13 @@
 #include <attune/report/lessons.hpp>
 #include <attune/report/report.hpp>
 
+#include <attune/core/error.hpp>
+#include <attune/policy/config_space.hpp>
+#include <attune/sim/from_recipe.hpp>
+
 #include <fmt/format.h>
 
-#include <cctype>
+#include <algorithm>
 
 namespace attune::report {
 
@@ -16,28 +20,6 @@ std::string edits_text(const policy::Edits& edits) {
     std::string out;
     for (const auto& [key, value] : edits) out += (out.empty() ? "" : ", ") + key + ": " + value.to_string();
     return out.empty() ? "(as given)" : out;
-}
-
-/// `llama3` from `meta-llama/Meta-Llama-3-8B`: the first known family name in the model's name,
-/// with the version digits that follow it (the families lessons files use, skills/lessons/README.md).
-std::string family_of(const LessonFacts& facts) {
-    const auto slash = facts.model.rfind('/');  // `meta-llama/` names the publisher, not the model
-    std::string name;
-    for (const char c : facts.model.substr(slash == std::string::npos ? 0 : slash + 1))
-        name += char(std::tolower(static_cast<unsigned char>(c)));
-    const auto digit = [&](std::size_t i) { return i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); };
-    for (const std::string family : {"llama", "mixtral", "mistral", "qwen", "deepseek", "gemma", "nemotron", "glm", "gpt"}) {
-        const auto at = name.find(family);
-        if (at == std::string::npos) continue;
-        std::size_t start = at + family.size();
-        if (start < name.size() && (name[start] == '-' || name[start] == '_') && digit(start + 1)) ++start;
-        std::size_t end = start;
-        while (digit(end)) ++end;
-        // A version, not a size: `Llama-3.1-70B` is llama3, `Mixtral-8x7B` is mixtral.
-        const bool version = end > start && (end == name.size() || !std::isalpha(static_cast<unsigned char>(name[end])));
-        return family + (version ? name.substr(start, end - start) : "");
-    }
-    return "unknown";
 }
 
 /// The edits a trial made on top of the incumbent it was proposed against.
@@ -55,18 +37,79 @@ std::string speed(const TrialRecord& t) {
     return m && m->tokens_per_s_per_gpu ? fmt::format("{:.0f} tokens/s/GPU", *m->tokens_per_s_per_gpu) : "-";
 }
 
+
+constexpr std::string_view k_layout_levers[] = {"tp", "pp", "vpp", "cp", "ep", "micro_batch_size", "recompute"};
+
+/// The campaign's own: the largest measured peak over the preflight's estimate among its runs that finished.
+std::optional<double> measured_memory_bias(const CampaignRecord& record) {
+    std::optional<double> bias;
+    for (const auto& t : record.trials) {
+        const auto& m = t.view.measured;
+        const auto& p = t.view.preflight;
+        if (m && m->status == "ok" && m->peak_memory_gib && p && p->valid && p->memory_gib > 0)
+            bias = std::max(bias.value_or(1.0), *m->peak_memory_gib / p->memory_gib);
+    }
+    return bias;
+}
+
+/// The accepted moves of levers outside the layout, each edit as a flag, in the order accepted.
+std::vector<policy::LessonFlag> accepted_flags(const CampaignRecord& record) {
+    std::vector<policy::LessonFlag> flags;
+    for (const auto& t : record.trials) {
+        if (!t.view.accepted || t.view.kind != "candidate" ||
+            std::find(std::begin(k_layout_levers), std::end(k_layout_levers), t.view.lever) != std::end(k_layout_levers))
+            continue;
+        for (const auto& [path, value] : change_of(record, t)) {
+            const auto dot = path.rfind('.');
+            flags.push_back({t.view.lever, dot == std::string::npos ? path : path.substr(dot + 1), value, t.gain.value_or(0)});
+        }
+    }
+    return flags;
+}
+
+/// The best layout in the terms that transfer, where the simulator reads the recipe's shape.
+std::optional<policy::LessonLayout> best_layout(const CampaignRecord& record, const campaign::Context& context) {
+    try {
+        const policy::ConfigSpace space(context.original, *context.adapter, context.cluster, *context.rules, context.gate_policy);
+        const auto point = space.point_of(record.best().view.edits);
+        if (!point) return std::nullopt;
+        const auto& in = space.inputs();
+        return policy::layout_at(space, *point, sim::nvlink_reach(in.hardware, in.layout.gpus_per_node));
+    } catch (const InputError&) {
+        return std::nullopt;  // the model's shape is not in the recipe: the prose alone
+    }
+}
+
 }  // namespace
 
-std::string lessons(const CampaignRecord& record, const LessonFacts& facts) {
+policy::Lesson lesson_of(const CampaignRecord& record, const campaign::Context& context) {
+    const auto query = policy::lesson_query(context.original, *context.adapter, context.cluster);
     const auto& start = record.start;
-    std::string out = "---\nlessons: 1\n";
-    out += fmt::format("model_family: {}\nmodel: \"{}\"\n", family_of(facts), facts.model);
-    out += fmt::format("params_b: {:.1f}\nmoe: {}\n", facts.params_b, facts.moe ? "true" : "false");
-    out += fmt::format("gpu: {}\ngpus: {}\n", start["cluster"].value("gpu", ""), facts.gpus);
-    out += fmt::format("framework: {}\nseq_len: {}\n", start.value("framework", ""), facts.seq_len);
-    out += fmt::format("source: \"attune campaign {} ({} backend, {} policy)\"\n", start.value("time", ""),
-                       start.value("backend", ""), start.value("policy", ""));
-    out += "confidence: measured\n---\n";
+    policy::Lesson lesson;
+    lesson.model_family = query.family;
+    lesson.model = context.adapter->model_name(context.original).value_or(context.original.origin());
+    lesson.params_b = query.params_b;
+    lesson.moe = query.moe;
+    lesson.gpu = query.gpu;
+    lesson.gpus = query.gpus;
+    lesson.framework = query.framework;
+    lesson.seq_len = int(context.adapter->quantity(context.original, "seq_len", context.cluster).value_or(0));
+    lesson.source = fmt::format("attune campaign {} ({} backend, {} policy)", start.value("time", ""), start.value("backend", ""),
+                                start.value("policy", ""));
+    lesson.confidence = "measured";
+    lesson.layout = best_layout(record, context);
+    lesson.flags = accepted_flags(record);
+    lesson.memory_bias = measured_memory_bias(record);
+    lesson.trials = int(record.trials.size());
+    const auto speed = [](const TrialRecord* t) -> std::optional<double> {
+        return t && t->view.measured && t->view.measured->status == "ok" ? t->view.measured->tokens_per_s_per_gpu : std::nullopt;
+    };
+    if (const auto base = speed(record.baseline()), best = speed(&record.best()); base && best && *base > 0) lesson.gain = *best / *base - 1;
+    return lesson;
+}
+
+std::string lessons(const CampaignRecord& record, const policy::Lesson& lesson) {
+    std::string out = policy::front_matter(lesson);
     const TrialRecord& best = record.best();
     out += fmt::format("## Final layout\n{}; {}.\n\n", edits_text(best.view.edits), speed(best));
     out += "## What helped (in the order accepted)\n| lever | change | gain | evidence |\n| --- | --- | --- | --- |\n";

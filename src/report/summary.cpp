@@ -88,9 +88,11 @@ json summary_json(const CampaignRecord& record, const std::filesystem::path& dir
                           {"reason", t.stage == Stage::refused || t.stage == Stage::predicted ? t.refusal : t.reason},
                           {"status", t.view.measured ? json(t.view.measured->status) : json(nullptr)},
                           {"tokens_per_s_per_gpu", speed(&t) ? json(*speed(&t)) : json(nullptr)},
-                          {"gpu_hours", t.gpu_seconds / 3600}});
+                          {"gpu_hours", t.gpu_seconds / 3600},
+                          {"lesson", t.view.lesson.empty() ? json(nullptr) : json(t.view.lesson)}});
     }
     out["trials"] = trials;
+    out["lessons"] = record.start.value("lessons", json::array());
     out["launched"] = launched;
     out["refused"] = refused;
     out["predicted_to_fail"] = predicted;

@@ -7,17 +7,20 @@
 
 namespace attune::util {
 
-DataFile::DataFile(const std::filesystem::path& path) : m_path(path.string()), m_text(util::read_text_file(path, 4u << 20)) {
+DataFile::DataFile(const std::filesystem::path& path) : DataFile(path, util::read_text_file(path, 4u << 20), 1) {}
+
+DataFile::DataFile(const std::filesystem::path& path, std::string text, int first_line)
+    : m_path(path.string()), m_text(std::move(text)), m_first_line(first_line) {
     try {
         m_root = YAML::Load(m_text);
     } catch (const YAML::Exception& e) {
-        throw InputError(m_path + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+        throw InputError(m_path + ":" + std::to_string(e.mark.line + m_first_line) + ": malformed YAML: " + e.msg);
     }
-    if (!m_root.IsMap()) throw InputError(m_path + ":1: expected a YAML mapping");
+    if (!m_root.IsMap()) throw InputError(m_path + ":" + std::to_string(m_first_line) + ": expected a YAML mapping");
 }
 
 std::string DataFile::where(const YAML::Node& node) const {
-    return m_path + ":" + std::to_string(node.Mark().line + 1);
+    return m_path + ":" + std::to_string(node.Mark().line + m_first_line);
 }
 
 void DataFile::fail(const YAML::Node& node, const std::string& what) const {

@@ -50,9 +50,10 @@ TEST(TuneLlm, TheAgentProposesIsRefusedRecoversAndStopsAndNoSecretIsWritten) {
 
     const TempDir dir;
     const auto campaign = dir.path() / "c";
+    // The script answers the incumbents the rules' fallback reaches without lessons (--no-lessons).
     const auto result = run_attune({"-q", "tune", std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
                                     "--budget", "120gpuh", "--policy", "llm", "--llm", "openai:test-model", "--llm-url",
-                                    server.url() + "/v1", "--campaign", campaign.string(), "--json"},
+                                    server.url() + "/v1", "--campaign", campaign.string(), "--json", "--no-lessons"},
                                    {}, {std::string("OPENAI_API_KEY=") + k_secret});
     ASSERT_EQ(result.exit_code, 0) << result.err;
     const json summary = json::parse(result.out);

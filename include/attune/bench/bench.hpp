@@ -47,6 +47,7 @@ struct Request {
     std::vector<std::uint64_t> world_seeds;  ///< hidden worlds; each seed runs in each world
     bool random_preflight = false;           ///< random search judged by the preflight too
     bool blind = false;                      ///< campaigns without the simulator's estimates (Settings::blind)
+    std::optional<std::filesystem::path> lessons_dir;  ///< campaigns read the lessons of this folder (Settings::lessons_dir)
     std::optional<int> trial_steps;
     std::filesystem::path work_dir;  ///< campaign folders go here (created by run)
 };

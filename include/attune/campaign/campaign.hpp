@@ -10,6 +10,7 @@
 #include <attune/gate/adapter.hpp>
 #include <attune/gate/policy.hpp>
 #include <attune/launch/backend.hpp>
+#include <attune/policy/lessons.hpp>
 #include <attune/policy/policy.hpp>
 #include <attune/policy/search_rules.hpp>
 
@@ -46,6 +47,9 @@ struct Settings {
     /// --blind: no estimate reaches the policy, the preflight or the budget (as on a GPU attune has no
     /// specs for): the policy works from the trials' diagnosis and its rules' order alone.
     bool blind = false;
+    /// --lessons DIR: the lessons files the campaign reads those of that match its recipe from (copied
+    /// into the campaign's lessons/ folder); none: --no-lessons.
+    std::optional<std::filesystem::path> lessons_dir;
     /// A replay: the start-up the replayed campaign's backend charged (launch::fixed_startup_s of
     /// it); otherwise unset, and the backend's own is used.
     std::optional<double> replayed_fixed_startup_s;
@@ -75,6 +79,8 @@ struct Context {
     bool preflight_verdicts = true;          ///< see Settings
     std::optional<int> max_levers;           ///< see Settings
     bool blind = false;                      ///< see Settings
+    /// The lessons that match the recipe, best first, read from the campaign's own copies.
+    std::vector<policy::Lesson> lessons;
     /// The start-up every trial is charged when the backend fixes it (the simulated cluster's);
     /// unset, the campaign learns it from its finished trials (campaign-start `fixed_startup_s`).
     std::optional<double> fixed_startup_s;

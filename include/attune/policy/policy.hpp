@@ -54,6 +54,7 @@ struct TrialView {
     std::optional<Preflight> preflight;
     std::optional<Measurement> measured;
     bool accepted = false;
+    std::string lesson = {};                 ///< the lessons file the move came from (its name), if any
 };
 
 /// Everything a policy may read. Never the simulated world's hidden factors.
@@ -88,6 +89,8 @@ struct Proposal {
     double plan_gain = 0;
     /// Another run of that trial's configuration, judged on the mean of all its runs.
     int repeat_of = -1;
+    /// The lessons file (its name) the move came from; empty for the rules' own moves.
+    std::string lesson = {};
 };
 
 struct Stop {

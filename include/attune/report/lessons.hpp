@@ -1,21 +1,19 @@
 #pragma once
 
+#include <attune/campaign/campaign.hpp>
 #include <attune/campaign/record.hpp>
+#include <attune/policy/lessons.hpp>
 
 #include <string>
 
 namespace attune::report {
 
-/// What the journal does not hold about the model, read from the recipe by the caller.
-struct LessonFacts {
-    std::string model;      ///< the model's name as the recipe gives it
-    double params_b = 0;    ///< total parameters, billions
-    bool moe = false;
-    int gpus = 0;
-    int seq_len = 0;
-};
+/// What a finished campaign teaches, in the terms the rules policy reads (skills/lessons/README.md):
+/// the model and cluster it ran on, the best layout (when the simulator can read the recipe's shape),
+/// the flags accepted on the way, the cluster's measured memory bias and the evidence.
+policy::Lesson lesson_of(const campaign::CampaignRecord& record, const campaign::Context& context);
 
-/// A skills/lessons/ file (skills/lessons/README.md, "Format") from a finished campaign.
-std::string lessons(const campaign::CampaignRecord& record, const LessonFacts& facts);
+/// A skills/lessons/ file (skills/lessons/README.md, "Format"): `lesson`'s front matter, then the prose.
+std::string lessons(const campaign::CampaignRecord& record, const policy::Lesson& lesson);
 
 }  // namespace attune::report

@@ -19,6 +19,9 @@ namespace attune::util {
 class DataFile {
 public:
     explicit DataFile(const std::filesystem::path& path);
+    /// YAML embedded in another file (a lessons file's front matter): `first_line` is the line of
+    /// `path` the text starts on, so that errors name the file's own lines.
+    DataFile(const std::filesystem::path& path, std::string text, int first_line);
 
     [[nodiscard]] const YAML::Node& root() const { return m_root; }
     [[nodiscard]] const std::string& path() const { return m_path; }
@@ -41,6 +44,7 @@ private:
     std::string m_path;
     std::string m_text;
     YAML::Node m_root;
+    int m_first_line = 1;
 };
 
 }  // namespace attune::util
