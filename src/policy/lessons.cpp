@@ -73,7 +73,7 @@ std::string front_matter_text(const fs::path& file, const std::string& text) {
 Lesson read_lesson(const util::DataFile& file) {
     const YAML::Node& root = file.root();
     file.expect_fields(root, {"lessons", "model_family", "model", "params_b", "moe", "gpu", "gpus", "framework", "seq_len",
-                              "source", "confidence", "layout", "flags", "memory_bias", "trials", "gain"});
+                              "source", "confidence", "layout", "order", "flags", "memory_bias", "trials", "gain"});
     if (!root["lessons"] || file.number(root["lessons"], "lessons") != 2)
         file.fail(root, "'lessons: 2' (the format version, skills/lessons/README.md) is missing or another version");
     for (const char* key : {"model_family", "gpu", "framework", "source", "confidence"})
@@ -91,6 +91,10 @@ Lesson read_lesson(const util::DataFile& file) {
     lesson.confidence = std::vector<std::string>{"measured", "published"}[file.one_of(root["confidence"], "confidence",
                                                                                       {"measured", "published"})];
     if (root["layout"]) lesson.layout = read_layout(file, root["layout"]);
+    if (root["order"]) {
+        if (!root["order"].IsSequence()) file.fail(root["order"], "'order' must be a list of layout levers");
+        for (const auto& lever : root["order"]) lesson.order.push_back(layout_levers()[file.one_of(lever, "order: lever", layout_levers())]);
+    }
     if (root["flags"]) lesson.flags = read_flags(file, root["flags"]);
     if (root["memory_bias"]) lesson.memory_bias = file.number(root["memory_bias"], "memory_bias");
     if (root["trials"]) lesson.trials = positive_int(file, root["trials"], "trials");
@@ -190,12 +194,18 @@ std::string front_matter(const Lesson& l) {
                            "micro_batch: {}, recompute: {}}}\n",
                            y->tp, y->nvlink_reach, y->pp, y->vpp, y->layers, y->cp, y->ep, y->experts, y->micro_batch,
                            y->recompute);
+    if (!l.order.empty()) out += fmt::format("order: [{}]\n", fmt::join(l.order, ", "));
     if (!l.flags.empty()) out += "flags:\n";
     for (const auto& f : l.flags)
         out += fmt::format("  - {{lever: {}, key: {}, value: {}, gain: {:.3f}}}\n", f.lever, f.key, f.value.to_yaml(), f.gain);
     if (l.memory_bias) out += fmt::format("memory_bias: {:.3f}\n", *l.memory_bias);
     out += fmt::format("trials: {}\ngain: {:.3f}\n---\n", l.trials, l.gain);
     return out;
+}
+
+const std::vector<std::string>& layout_levers() {
+    static const std::vector<std::string> levers = {"tp", "pp", "vpp", "cp", "ep", "micro_batch_size", "recompute"};
+    return levers;
 }
 
 LessonLayout layout_at(const ConfigSpace& space, const Point& point, int nvlink_reach) {

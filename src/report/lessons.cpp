@@ -38,7 +38,20 @@ std::string speed(const TrialRecord& t) {
 }
 
 
-constexpr std::string_view k_layout_levers[] = {"tp", "pp", "vpp", "cp", "ep", "micro_batch_size", "recompute"};
+bool layout_lever(const std::string& lever) {
+    const auto& levers = policy::layout_levers();
+    return std::find(levers.begin(), levers.end(), lever) != levers.end();
+}
+
+/// The layout levers in the order the campaign first moved them to an accepted configuration.
+std::vector<std::string> layout_order(const CampaignRecord& record) {
+    std::vector<std::string> order;
+    for (const auto& t : record.trials)
+        if (t.view.accepted && t.view.kind == "candidate" && layout_lever(t.view.lever) &&
+            std::find(order.begin(), order.end(), t.view.lever) == order.end())
+            order.push_back(t.view.lever);
+    return order;
+}
 
 /// The campaign's own: the largest measured peak over the preflight's estimate among its runs that finished.
 std::optional<double> measured_memory_bias(const CampaignRecord& record) {
@@ -56,9 +69,7 @@ std::optional<double> measured_memory_bias(const CampaignRecord& record) {
 std::vector<policy::LessonFlag> accepted_flags(const CampaignRecord& record) {
     std::vector<policy::LessonFlag> flags;
     for (const auto& t : record.trials) {
-        if (!t.view.accepted || t.view.kind != "candidate" ||
-            std::find(std::begin(k_layout_levers), std::end(k_layout_levers), t.view.lever) != std::end(k_layout_levers))
-            continue;
+        if (!t.view.accepted || t.view.kind != "candidate" || layout_lever(t.view.lever)) continue;
         for (const auto& [path, value] : change_of(record, t)) {
             const auto dot = path.rfind('.');
             flags.push_back({t.view.lever, dot == std::string::npos ? path : path.substr(dot + 1), value, t.gain.value_or(0)});
@@ -98,6 +109,7 @@ policy::Lesson lesson_of(const CampaignRecord& record, const campaign::Context& 
                                 start.value("policy", ""));
     lesson.confidence = "measured";
     lesson.layout = best_layout(record, context);
+    if (lesson.layout) lesson.order = layout_order(record);
     lesson.flags = accepted_flags(record);
     lesson.memory_bias = measured_memory_bias(record);
     lesson.trials = int(record.trials.size());

@@ -50,6 +50,8 @@ struct Lesson {
     std::string source;
     std::string confidence;  ///< measured (a campaign's trials) | published
     std::optional<LessonLayout> layout;
+    /// The layout levers in the order the campaign first moved them (its path through layouts that fit).
+    std::vector<std::string> order;
     std::vector<LessonFlag> flags;  ///< in the order they were accepted
     /// The largest measured peak memory over the estimate on that cluster (campaigns only).
     std::optional<double> memory_bias;
@@ -91,6 +93,9 @@ std::string front_matter(const Lesson& lesson);
 /// How far a point's layout is from the lesson's, in the terms that transfer (log2 steps; a level of
 /// recompute counts two).
 double lesson_distance(const LessonLayout& lesson, int lesson_seq_len, const ConfigSpace& space, const Point& point);
+
+/// The layout levers a lesson's `order` may name (config_space's lever names).
+const std::vector<std::string>& layout_levers();
 
 /// The lesson's layout read back at a point of `space` (tp, pp, ... as the point has them).
 LessonLayout layout_at(const ConfigSpace& space, const Point& point, int nvlink_reach);
