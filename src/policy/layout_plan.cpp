@@ -109,14 +109,25 @@ bool LayoutPlanner::reachable(const Point& from, const Point& to, double limit_g
     return search(from);
 }
 
+std::pair<double, double> LayoutPlanner::limits(const sim::Estimate& now, double memory_limit_gib, double memory_bias) const {
+    const double limit = std::min(memory_limit_gib, now.memory_gib.capacity * (1 - m_margin));
+    return {limit, std::max(limit, std::min(memory_limit_gib, now.memory_gib.capacity / memory_bias))};
+}
+
+bool LayoutPlanner::leads_to(const Point& from, const Point& to, double memory_limit_gib, double memory_bias) const {
+    const sim::Estimate now = m_space.estimate(from);
+    if (!now.valid) return false;
+    const auto [limit, target_limit] = limits(now, memory_limit_gib, memory_bias);
+    return reachable(from, to, limit, target_limit);
+}
+
 std::optional<LayoutPlanner::Choice> LayoutPlanner::choose(const Point& incumbent,
                                                            const std::vector<std::optional<Point>>& candidates,
                                                            double memory_limit_gib, double min_gain,
                                                            double memory_bias) const {
     const sim::Estimate now = m_space.estimate(incumbent);
     if (!now.valid) return std::nullopt;
-    const double limit = std::min(memory_limit_gib, now.memory_gib.capacity * (1 - m_margin));
-    const double target_limit = std::max(limit, std::min(memory_limit_gib, now.memory_gib.capacity / memory_bias));
+    const auto [limit, target_limit] = limits(now, memory_limit_gib, memory_bias);
     std::size_t considered = 0;
     for (const Target& target : targets(incumbent)) {
         if (now.fits && target.tokens_per_s_per_gpu < now.tokens_per_s_per_gpu * (1 + min_gain)) break;

@@ -338,9 +338,18 @@ private:
         // A flag that measured a large gain there goes first (grouped expert GEMMs, +40%): its gain is
         // evidence from the same kind of run, where a layout step's is only the estimate's.
         if (auto flag = flag_step(state, *lesson, candidates, k_lesson_flag_first)) return flag;
-        if (auto step = layout_step(state, *lesson)) return step;
+        auto [reached, step] = layout_step(state, *lesson);
+        if (step) return step;
+        // The other flags once its layout is reached: tp overlap turned on at tp 8 would hold tp at 8.
+        if (!reached) return std::nullopt;
         return flag_step(state, *lesson, candidates, -std::numeric_limits<double>::infinity());
     }
+
+    /// Where a lesson's layout stands: reached (or none to reach), else the next step toward it, if one fits.
+    struct LayoutStep {
+        bool reached = false;
+        std::optional<Proposal> step;
+    };
 
     /// A lesson whose move was measured (or refused, or predicted to fail) and not accepted here does not hold.
     static bool dropped(const CampaignState& state, const Lesson& lesson) {
@@ -418,19 +427,26 @@ private:
         std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
             return a.distance != b.distance ? a.distance < b.distance : a.speed > b.speed;
         });
-        for (const auto& s : scored)
-            if (m_space->admissible(s.point)) return s.point;
+        // A target the lesson can lead to one lever at a time through layouts that fit.
+        const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
+        std::size_t tried = 0;
+        for (const auto& s : scored) {
+            if (!m_space->admissible(s.point)) continue;
+            if (!with_estimate || m_planner->leads_to(incumbent, s.point, limit, bias)) return s.point;
+            if (++tried == k_lesson_targets) break;
+        }
         return std::nullopt;
     }
 
     /// One lever of the incumbent's layout set to the lesson's target value, among those that fit, as a step of
     /// a plan toward the target.
-    std::optional<Proposal> layout_step(const CampaignState& state, const Lesson& lesson) {
-        if (!lesson.layout || !planner_for(state)) return std::nullopt;
+    LayoutStep layout_step(const CampaignState& state, const Lesson& lesson) {
+        if (!lesson.layout || !planner_for(state)) return {true, std::nullopt};
         const auto incumbent = m_space->point_of(state.incumbent_edits);
-        if (!incumbent) return std::nullopt;
+        if (!incumbent) return {};
         const auto target = lesson_target(state, lesson, *incumbent);
-        if (!target || m_planner->same_layout(*target, *incumbent)) return std::nullopt;
+        if (!target) return {};
+        if (m_planner->same_layout(*target, *incumbent)) return {true, std::nullopt};
         const bool with_estimate = estimated(state);
         const double bias = lesson_bias(state, lesson);
         const auto oom_floor = oom_memory_floor(state);
@@ -448,8 +464,9 @@ private:
         for (const Field f : k_layout_fields) {
             const auto d = dimension_of(f);
             if (!d || (*incumbent)[*d] == (*target)[*d]) continue;
+            const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
             const auto step = step_toward(*incumbent, *d, (*target)[*d], [&](const Point& p) {
-                return (!with_estimate || fits_here(p, bias, oom_floor)) &&
+                return (!with_estimate || (fits_here(p, bias, oom_floor) && m_planner->leads_to(p, *target, limit, bias))) &&
                        !tried.contains(signature(merged(state.incumbent_edits, difference(m_space->edits(p), from))));
             });
             if (!step) continue;
@@ -457,7 +474,7 @@ private:
             if (!best || rank(f) < rank(best->second) || (rank(f) == rank(best->second) && speed > best_speed))
                 best = {*step, f}, best_speed = speed;
         }
-        if (!best) return std::nullopt;
+        if (!best) return {};
         const auto& [step, field] = *best;
         const double now = with_estimate ? m_space->estimate(*incumbent).tokens_per_s_per_gpu : 0;
         const double target_gain = with_estimate && now > 0 ? m_space->estimate(*target).tokens_per_s_per_gpu / now - 1 : lesson.gain;
@@ -470,7 +487,7 @@ private:
                    true,
                    target_gain};
         p.lesson = lesson.name;
-        return p;
+        return {false, std::move(p)};
     }
 
     /// The incumbent with dimension `d` moved toward option `to`: the target's own value where that is a
@@ -740,6 +757,7 @@ private:
     static constexpr double k_memory_step_gib = 0.01;   // "below" a layout that ran out of memory
     static constexpr double k_lesson_slack = 0.05;      // a lesson's layout: within 5 % of the fastest predicted
     static constexpr double k_lesson_flag_first = 0.1;  // a lesson's flag that gained 10 % goes before its layout
+    static constexpr std::size_t k_lesson_targets = 16; // the nearest layouts to the lesson tried as its target
     std::unique_ptr<ConfigSpace> m_space;
     std::unique_ptr<LayoutPlanner> m_planner;
     bool m_no_space = false;

@@ -34,6 +34,10 @@ public:
     [[nodiscard]] std::optional<Choice> choose(const Point& incumbent, const std::vector<std::optional<Point>>& candidates,
                                                double memory_limit_gib, double min_gain, double memory_bias) const;
 
+    /// Whether `to` is reached from `from` by single moves toward it through layouts that fit with the
+    /// margin (`to` itself up to the capacity over `memory_bias`), all below `memory_limit_gib`.
+    [[nodiscard]] bool leads_to(const Point& from, const Point& to, double memory_limit_gib, double memory_bias) const;
+
     /// The same tp, pp, vpp, cp, ep, micro batch and recompute (the flags may differ).
     [[nodiscard]] bool same_layout(const Point& a, const Point& b) const;
 
@@ -47,6 +51,8 @@ private:
     [[nodiscard]] bool fits(const Point& point, double limit_gib) const;
     [[nodiscard]] bool reachable(const Point& from, const Point& to, double limit_gib, double target_limit_gib) const;
     [[nodiscard]] bool is_layout(std::size_t dim) const;
+    /// The memory a planned step may use, and the planned layout itself (see choose).
+    [[nodiscard]] std::pair<double, double> limits(const sim::Estimate& now, double memory_limit_gib, double memory_bias) const;
 
     const ConfigSpace& m_space;
     double m_margin;
