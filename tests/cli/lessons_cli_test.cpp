@@ -77,6 +77,28 @@ TEST(TuneLessons, TheSiblingsLessonLeadsTheFirstMovesAndTheJournalReportAndRepla
     EXPECT_NE(replay.out.find("none differ"), std::string::npos) << replay.out;
 }
 
+TEST(TuneLessons, ACampaignKilledWhileALessonLeadsResumesToTheSameResult) {
+    const TempDir dir;
+    const auto lessons = lessons_from_8b(dir);
+    const std::string recipe = example("recipes/nemo-llama3-70b-h100.yaml");
+    const std::vector<std::string> args{"-q", "tune", recipe, "--budget", "120gpuh", "--lessons", lessons.string(), "--json"};
+    auto whole_args = args;
+    whole_args.insert(whole_args.end(), {"--campaign", (dir.path() / "whole").string()});
+    const auto whole = run_attune(whole_args);
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    for (const int n : {7, 16, 25}) {
+        const auto campaign = dir.path() / ("killed-" + std::to_string(n));
+        auto killed_args = args;
+        killed_args.insert(killed_args.end(), {"--campaign", campaign.string()});
+        const auto killed = run_attune(killed_args, {}, {"ATTUNE_FAULT_ABORT_AFTER_EVENTS=" + std::to_string(n)});
+        ASSERT_NE(killed.exit_code, 0);
+        const auto resumed = run_attune({"-q", "tune", "--resume", "--campaign", campaign.string(), "--json"});
+        ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+        EXPECT_EQ(json::parse(resumed.out)["best"]["edits"], json::parse(whole.out)["best"]["edits"]) << "killed after event " << n;
+        EXPECT_EQ(of_type(campaign, "trial-proposed").size(), of_type(dir.path() / "whole", "trial-proposed").size());
+    }
+}
+
 TEST(TuneLessons, ALessonWhoseMoveDoesNotHoldIsDroppedAfterOneTrial) {
     const TempDir dir;
     const auto campaign = dir.path() / "c";

@@ -372,7 +372,7 @@ TEST(TuneResume, AKilledCampaignResumesToTheSameResultAtEveryKillPoint) {
     ASSERT_GT(events, 20u);
     for (std::size_t n = 1; n < events; n += 3) {
         const auto campaign = dir.path() / ("killed-" + std::to_string(n));
-        const auto killed = run_attune({"-q", "tune", recipe, "--budget", "60gpuh", "--campaign", campaign.string()}, {},
+        const auto killed = run_attune({"-q", "tune", recipe, "--budget", "60gpuh", "--no-lessons", "--campaign", campaign.string()}, {},
                                        {"ATTUNE_FAULT_ABORT_AFTER_EVENTS=" + std::to_string(n)});
         ASSERT_NE(killed.exit_code, 0) << "the fault hook must abort after event " << n;
         EXPECT_EQ(journal_events(campaign).size(), n) << "every appended event survives the crash";
