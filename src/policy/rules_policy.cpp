@@ -1,5 +1,6 @@
 #include <attune/core/error.hpp>
 #include <attune/policy/layout_plan.hpp>
+#include <attune/policy/lesson_guide.hpp>
 #include <attune/policy/rules_policy.hpp>
 #include <attune/sim/from_recipe.hpp>
 #include <attune/util/strings.hpp>
@@ -370,138 +371,35 @@ private:
         return lesson.memory_bias && lesson.gpu == util::to_lower(state.cluster->gpu) ? std::max(bias, *lesson.memory_bias) : bias;
     }
 
-    /// The layout levers (the planner's: the flags stay as the incumbent has them).
-    static constexpr Field k_layout_fields[] = {Field::tp, Field::pp, Field::vpp, Field::cp, Field::ep, Field::mbs, Field::recompute};
-
-    std::optional<std::size_t> dimension_of(Field field) const {
-        const auto& dims = m_space->dimensions();
-        for (std::size_t d = 0; d < dims.size(); ++d)
-            if (dims[d].field == field) return d;
-        return std::nullopt;
-    }
-
-    /// Fits the cluster as the estimate, scaled by `bias`, sees it, below any layout that ran out of memory.
-    bool fits_here(const Point& point, double bias, const std::optional<double>& oom_floor) const {
-        const auto e = m_space->estimate(point);
-        return e.valid && e.fits && e.memory_gib.total * bias <= e.memory_gib.capacity &&
-               (!oom_floor || e.memory_gib.total < *oom_floor);
-    }
-
-    /// The lesson's layout in this recipe's space: among the consistent layouts predicted to fit, within
-    /// k_lesson_slack of the fastest of them, the nearest to the lesson's (the lesson breaks the ties the
-    /// estimate cannot, and never leads far from what it predicts); blind, the nearest consistent one.
-    std::optional<Point> lesson_target(const CampaignState& state, const Lesson& lesson, const Point& incumbent) const {
-        const bool with_estimate = estimated(state);
-        const double bias = lesson_bias(state, lesson);
-        const auto oom_floor = oom_memory_floor(state);
-        struct Scored {
-            double distance, speed;
-            Point point;
-        };
-        std::vector<Scored> scored;
-        double fastest = 0;
-        std::vector<std::size_t> dims;
-        for (const Field f : k_layout_fields)
-            if (const auto d = dimension_of(f)) dims.push_back(*d);
-        Point point = incumbent;
-        const auto visit = [&](auto&& self, std::size_t i) -> void {
-            if (i == dims.size()) {
-                if (!m_space->consistent(point)) return;
-                double speed = 0;
-                if (with_estimate) {
-                    if (!fits_here(point, bias, oom_floor)) return;
-                    speed = m_space->estimate(point).tokens_per_s_per_gpu;
-                    fastest = std::max(fastest, speed);
-                }
-                scored.push_back({lesson_distance(*lesson.layout, lesson.seq_len, *m_space, point), speed, point});
-                return;
-            }
-            for (std::size_t o = 0; o < m_space->dimensions()[dims[i]].options.size(); ++o) {
-                point[dims[i]] = o;
-                self(self, i + 1);
-            }
-            point[dims[i]] = incumbent[dims[i]];
-        };
-        visit(visit, 0);
-        std::erase_if(scored, [&](const Scored& s) { return with_estimate && s.speed < (1 - k_lesson_slack) * fastest; });
-        std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
-            return a.distance != b.distance ? a.distance < b.distance : a.speed > b.speed;
-        });
-        // A target the lesson can lead to one lever at a time through layouts that fit.
-        const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
-        std::size_t tried = 0;
-        for (const auto& s : scored) {
-            if (!m_space->admissible(s.point)) continue;
-            if (!with_estimate || m_planner->leads_to(incumbent, s.point, limit, bias)) return s.point;
-            if (++tried == k_lesson_targets) break;
-        }
-        return std::nullopt;
-    }
-
-    /// One lever of the incumbent's layout set to the lesson's target value, among those that fit, as a step of
-    /// a plan toward the target.
+    /// One lever of the incumbent's layout moved toward the lesson's target (LessonGuide), as a step of a plan.
     LayoutStep layout_step(const CampaignState& state, const Lesson& lesson) {
         if (!lesson.layout || !planner_for(state)) return {true, std::nullopt};
         const auto incumbent = m_space->point_of(state.incumbent_edits);
         if (!incumbent) return {};
-        const auto target = lesson_target(state, lesson, *incumbent);
+        const LessonGuide::Bounds bounds{estimated(state), lesson_bias(state, lesson), oom_memory_floor(state)};
+        const auto target = m_guide->target(lesson, *incumbent, bounds);
         if (!target) return {};
         if (m_planner->same_layout(*target, *incumbent)) return {true, std::nullopt};
-        const bool with_estimate = estimated(state);
-        const double bias = lesson_bias(state, lesson);
-        const auto oom_floor = oom_memory_floor(state);
         std::set<std::string> tried;
         for (const auto& t : state.history) tried.insert(signature(t.edits));
         const Edits from = m_space->edits(*incumbent);
-        // The lesson's campaign moved its levers in this order through layouts that fit: the earliest first,
-        // then the fastest predicted (blind: the lever order below, recompute last).
-        const auto rank = [&](Field f) {
-            const auto at = std::find(lesson.order.begin(), lesson.order.end(), lever_name(f));
-            return std::distance(lesson.order.begin(), at);
-        };
-        std::optional<std::pair<Point, Field>> best;
-        double best_speed = -1;
-        for (const Field f : k_layout_fields) {
-            const auto d = dimension_of(f);
-            if (!d || (*incumbent)[*d] == (*target)[*d]) continue;
-            const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
-            const auto step = step_toward(*incumbent, *d, (*target)[*d], [&](const Point& p) {
-                return (!with_estimate || (fits_here(p, bias, oom_floor) && m_planner->leads_to(p, *target, limit, bias))) &&
-                       !tried.contains(signature(merged(state.incumbent_edits, difference(m_space->edits(p), from))));
-            });
-            if (!step) continue;
-            const double speed = with_estimate ? m_space->estimate(*step).tokens_per_s_per_gpu : 0;
-            if (!best || rank(f) < rank(best->second) || (rank(f) == rank(best->second) && speed > best_speed))
-                best = {*step, f}, best_speed = speed;
-        }
-        if (!best) return {};
-        const auto& [step, field] = *best;
-        const double now = with_estimate ? m_space->estimate(*incumbent).tokens_per_s_per_gpu : 0;
-        const double target_gain = with_estimate && now > 0 ? m_space->estimate(*target).tokens_per_s_per_gpu / now - 1 : lesson.gain;
-        Proposal p{std::string(lever_name(field)),
-                   "lesson-" + std::string(lever_name(field)),
-                   difference(m_space->edits(step), from),
-                   fmt::format("lesson {} ({}): {} toward its layout, here {}", lesson.name, lesson.source, lever_name(field),
+        const auto step = m_guide->step(lesson, *incumbent, *target, bounds, [&](const Point& p) {
+            return !tried.contains(signature(merged(state.incumbent_edits, difference(m_space->edits(p), from))));
+        });
+        if (!step) return {};
+        const std::string lever(lever_name(step->field));
+        const double now = bounds.estimated ? m_space->estimate(*incumbent).tokens_per_s_per_gpu : 0;
+        const double target_gain = now > 0 ? m_space->estimate(*target).tokens_per_s_per_gpu / now - 1 : lesson.gain;
+        Proposal p{lever,
+                   "lesson-" + lever,
+                   difference(m_space->edits(step->point), from),
+                   fmt::format("lesson {} ({}): {} toward its layout, here {}", lesson.name, lesson.source, lever,
                                m_space->describe(*target)),
                    state.incumbent_measured ? state.incumbent_measured->bottleneck : "",
                    true,
                    target_gain};
         p.lesson = lesson.name;
         return {false, std::move(p)};
-    }
-
-    /// The incumbent with dimension `d` moved toward option `to`: the target's own value where that is a
-    /// layout `usable` accepts, else the nearest to it on the way (ep 4 before ep 8 needs tp 1), in the space's
-    /// option order.
-    template <typename Usable>
-    std::optional<Point> step_toward(const Point& incumbent, std::size_t d, std::size_t to, const Usable& usable) const {
-        const std::size_t from = incumbent[d];
-        for (std::size_t o = to; o != from; o = o > from ? o - 1 : o + 1) {
-            Point step = incumbent;
-            step[d] = o;
-            if (m_space->consistent(step) && usable(step) && m_space->admissible(step)) return step;
-        }
-        return std::nullopt;
     }
 
     /// The first flag that helped in the lesson, by at least `min_gain`, that a move of the rules sets here and that fits.
@@ -742,6 +640,7 @@ private:
             try {
                 m_space = std::make_unique<ConfigSpace>(*state.original, *state.adapter, *state.cluster, *state.rules, *state.gate_policy);
                 m_planner = std::make_unique<LayoutPlanner>(*m_space, k_memory_margin);
+                m_guide = std::make_unique<LessonGuide>(*m_space, *m_planner);
             } catch (const InputError&) {
                 m_no_space = true;  // the simulator cannot model this recipe: rank by estimate alone
             }
@@ -755,11 +654,10 @@ private:
     static constexpr double k_flag_first_gain = 0.2;    // a flag that goes before a plan: 20 % faster, predicted
     static constexpr double k_explore_gain = 0.005;     // once the moves are spent: half a percent
     static constexpr double k_memory_step_gib = 0.01;   // "below" a layout that ran out of memory
-    static constexpr double k_lesson_slack = 0.05;      // a lesson's layout: within 5 % of the fastest predicted
     static constexpr double k_lesson_flag_first = 0.1;  // a lesson's flag that gained 10 % goes before its layout
-    static constexpr std::size_t k_lesson_targets = 16; // the nearest layouts to the lesson tried as its target
     std::unique_ptr<ConfigSpace> m_space;
     std::unique_ptr<LayoutPlanner> m_planner;
+    std::unique_ptr<LessonGuide> m_guide;
     bool m_no_space = false;
 
     const SearchRules& m_rules;
