@@ -62,6 +62,7 @@ TEST(LessonsFile, WhatAttuneWritesItReadsBack) {
     l.source = "attune campaign";
     l.layout = attune::policy::LessonLayout{.tp = 1, .nvlink_reach = 8, .pp = 2, .vpp = 1, .layers = 48, .cp = 1, .ep = 8,
                                             .experts = 128, .micro_batch = 1, .recompute = "selective"};
+    l.order = {"recompute", "ep", "pp"};
     l.flags = {{"moe_dispatcher", "moe_token_dispatcher_type", attune::recipe::Value::string("alltoall"), 0.12}};
     l.memory_bias = 1.04;
     l.trials = 12;
@@ -72,6 +73,7 @@ TEST(LessonsFile, WhatAttuneWritesItReadsBack) {
     EXPECT_EQ(attune::policy::front_matter(back), attune::policy::front_matter(l));
     EXPECT_EQ(back.name, "qwen");
     EXPECT_EQ(back.layout->ep, 8);
+    EXPECT_EQ(back.order, l.order);
     EXPECT_EQ(back.flags.at(0).value.to_string(), "alltoall");
 }
 
