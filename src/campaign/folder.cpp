@@ -93,19 +93,19 @@ void require_simulable(const fs::path& recipe, const Context& context) {
         throw InputError(fmt::format("{}: the simulated cluster cannot run this recipe: {}", recipe.string(), p.problem));
 }
 
-/// The lessons of `dir` that match the recipe, copied into the campaign's lessons/ folder; their paths
-/// there, relative to the campaign folder (campaign-start `lessons`).
-json copy_lessons(const std::filesystem::path& dir, const Context& context, const fs::path& campaign) {
+/// The lessons of `lessons` that match the recipe, best first, copied into the campaign's lessons/ folder
+/// and read from there from now on (campaign-start `lessons` lists the copies).
+std::vector<policy::Lesson> copy_matching(std::vector<policy::Lesson> lessons, const Context& context,
+                                          const fs::path& campaign) {
     const auto query = policy::lesson_query(context.original, *context.adapter, context.cluster);
-    json copied = json::array();
-    const auto matched = policy::matching_lessons(policy::load_lessons(dir), query);
+    auto matched = policy::matching_lessons(std::move(lessons), query);
     if (!matched.empty()) fs::create_directories(campaign / k_lessons);
-    for (const auto& lesson : matched) {
-        const fs::path to = fs::path(k_lessons) / lesson.file.filename();
-        copy_in(lesson.file, campaign / to);
-        copied.push_back(to.string());
+    for (auto& lesson : matched) {
+        const fs::path copy = campaign / k_lessons / lesson.file.filename();
+        copy_in(lesson.file, copy);
+        lesson.file = copy;
     }
-    return copied;
+    return matched;
 }
 
 /// The lessons a campaign read, from its own copies, in the order it matched them.
@@ -143,7 +143,8 @@ Opened create(const fs::path& dir, const Settings& settings) {
     if (fs::exists(dir / "journal.jsonl"))
         throw InputError(fmt::format("{}: this folder already holds a campaign; add --resume to continue it, or choose another --campaign",
                                      dir.string()));
-    if (settings.lessons_dir) policy::load_lessons(*settings.lessons_dir);  // a malformed lessons file writes nothing
+    // Read before anything is written: a malformed lessons file writes nothing.
+    auto lessons = settings.lessons_dir ? policy::load_lessons(*settings.lessons_dir) : std::vector<policy::Lesson>{};
     make_folder(dir);
     auto lock = std::make_unique<CampaignLock>(dir);
     // The copy keeps the recipe's format, which its extension names.
@@ -173,8 +174,9 @@ Opened create(const fs::path& dir, const Settings& settings) {
     context.blind = settings.blind;
     context.fixed_startup_s = settings.replayed_fixed_startup_s ? settings.replayed_fixed_startup_s
                                                                 : launch::fixed_startup_s(settings.backend);
-    const json lessons = settings.lessons_dir ? copy_lessons(*settings.lessons_dir, context, dir) : json::array();
-    context.lessons = lessons_of(dir, {{"lessons", lessons}});
+    context.lessons = copy_matching(std::move(lessons), context, dir);
+    json copies = json::array();
+    for (const auto& lesson : context.lessons) copies.push_back(lesson.file.lexically_relative(dir).string());
     Journal journal = Journal::open(dir);
     journal.append("campaign-start",
                    {{"recipe", settings.recipe.string()},
@@ -199,7 +201,7 @@ Opened create(const fs::path& dir, const Settings& settings) {
                     {"max_levers", settings.max_levers ? json(*settings.max_levers) : json(nullptr)},
                     {"blind", settings.blind},
                     {"lessons_dir", settings.lessons_dir ? json(settings.lessons_dir->string()) : json(nullptr)},
-                    {"lessons", lessons},
+                    {"lessons", copies},
                     {"fixed_startup_s", context.fixed_startup_s ? json(*context.fixed_startup_s) : json(nullptr)},
                     {"rules_hash", context.rules->hash()},
                     {"search_rules", fs::path(context.search->source).lexically_relative(data_dir()).string()},

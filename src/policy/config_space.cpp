@@ -140,6 +140,10 @@ sim::Recompute recompute_of(const Value& value) {
 
 }  // namespace
 
+bool is_layout_field(Field field) {
+    return std::find(std::begin(k_layout_fields), std::end(k_layout_fields), field) != std::end(k_layout_fields);
+}
+
 std::string_view lever_name(Field field) {
     switch (field) {
         case Field::tp:

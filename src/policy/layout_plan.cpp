@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <set>
 
 namespace attune::policy {
@@ -32,18 +33,15 @@ bool toward(const Point& from, const Point& candidate, const Point& target) {
 
 }  // namespace
 
+double memory_limit_below(const std::optional<double>& oom_floor_gib) {
+    constexpr double k_below_gib = 0.01;
+    return oom_floor_gib ? *oom_floor_gib - k_below_gib : std::numeric_limits<double>::infinity();
+}
+
 LayoutPlanner::LayoutPlanner(const ConfigSpace& space, double memory_margin)
     : m_space(space), m_margin(memory_margin) {}
 
-bool LayoutPlanner::is_layout(std::size_t dim) const {
-    switch (m_space.dimensions()[dim].field) {
-        case Field::tp: case Field::pp: case Field::vpp: case Field::cp: case Field::ep: case Field::mbs:
-        case Field::recompute:
-            return true;
-        default:
-            return false;
-    }
-}
+bool LayoutPlanner::is_layout(std::size_t dim) const { return is_layout_field(m_space.dimensions()[dim].field); }
 
 bool LayoutPlanner::same_layout(const Point& a, const Point& b) const {
     for (std::size_t d = 0; d < a.size(); ++d)

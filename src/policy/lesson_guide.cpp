@@ -1,17 +1,13 @@
 #include <attune/policy/lesson_guide.hpp>
 
 #include <algorithm>
-#include <limits>
 
 namespace attune::policy {
 
 namespace {
 
-/// The layout levers (the planner's: the flags stay as the incumbent has them).
-constexpr Field k_layout_fields[] = {Field::tp, Field::pp, Field::vpp, Field::cp, Field::ep, Field::mbs, Field::recompute};
 constexpr double k_slack = 0.05;           // a lesson's layout: within 5 % of the fastest predicted
 constexpr std::size_t k_max_targets = 16;  // the nearest layouts to the lesson tried as its target
-constexpr double k_below_gib = 0.01;       // "below" a layout that ran out of memory
 
 }  // namespace
 
@@ -28,10 +24,6 @@ bool LessonGuide::fits(const Point& point, const Bounds& bounds) const {
     const auto e = m_space.estimate(point);
     return e.valid && e.fits && e.memory_gib.total * bounds.memory_bias <= e.memory_gib.capacity &&
            (!bounds.oom_floor || e.memory_gib.total < *bounds.oom_floor);
-}
-
-double LessonGuide::limit_of(const Bounds& bounds) const {
-    return bounds.oom_floor ? *bounds.oom_floor - k_below_gib : std::numeric_limits<double>::infinity();
 }
 
 std::optional<Point> LessonGuide::target(const Lesson& lesson, const Point& incumbent, const Bounds& bounds) const {
@@ -73,7 +65,7 @@ std::optional<Point> LessonGuide::target(const Lesson& lesson, const Point& incu
     std::size_t tried = 0;
     for (const auto& s : scored) {
         if (!m_space.admissible(s.point)) continue;
-        if (!bounds.estimated || m_planner.leads_to(incumbent, s.point, limit_of(bounds), bounds.memory_bias)) return s.point;
+        if (!bounds.estimated || m_planner.leads_to(incumbent, s.point, memory_limit_below(bounds.oom_floor), bounds.memory_bias)) return s.point;
         if (++tried == k_max_targets) break;
     }
     return std::nullopt;
@@ -97,7 +89,7 @@ std::optional<LessonGuide::Step> LessonGuide::step(const Lesson& lesson, const P
         return std::distance(lesson.order.begin(), std::find(lesson.order.begin(), lesson.order.end(), lever_name(f)));
     };
     const auto usable = [&](const Point& p) {
-        return (!bounds.estimated || (fits(p, bounds) && m_planner.leads_to(p, target, limit_of(bounds), bounds.memory_bias))) &&
+        return (!bounds.estimated || (fits(p, bounds) && m_planner.leads_to(p, target, memory_limit_below(bounds.oom_floor), bounds.memory_bias))) &&
                untried(p);
     };
     std::optional<Step> best;

@@ -204,7 +204,11 @@ std::string front_matter(const Lesson& l) {
 }
 
 const std::vector<std::string>& layout_levers() {
-    static const std::vector<std::string> levers = {"tp", "pp", "vpp", "cp", "ep", "micro_batch_size", "recompute"};
+    static const std::vector<std::string> levers = [] {
+        std::vector<std::string> names;
+        for (const Field f : k_layout_fields) names.emplace_back(lever_name(f));
+        return names;
+    }();
     return levers;
 }
 

@@ -4,6 +4,13 @@
 
 namespace attune::policy {
 
+std::optional<double> peak_over_estimate(const TrialView& trial) {
+    const auto& m = trial.measured;
+    const auto& p = trial.preflight;
+    if (!m || m->status != "ok" || !m->peak_memory_gib || !p || !p->valid || p->memory_gib <= 0) return std::nullopt;
+    return *m->peak_memory_gib / p->memory_gib;
+}
+
 std::optional<double> predicted_gain(const TrialView& trial, const TrialView& incumbent) {
     const auto usable = [](const std::optional<Preflight>& p) {
         return p && p->estimated && p->valid && p->tokens_per_s_per_gpu > 0;

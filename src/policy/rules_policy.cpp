@@ -278,8 +278,8 @@ public:
         if (!best && !estimated(state)) return Stop{"Every applicable move has been measured against the incumbent."};
         if (!best) return Stop{"Every applicable move is predicted not to fit or to be slower than the incumbent, and no "
                                "layout predicted faster is reachable."};
-        const std::string answers = state.incumbent_measured ? state.incumbent_measured->bottleneck : "";
-        return Proposal{best->lever, best->move->id, best->edits, best->rationale, answers, best->planned, best->plan_gain};
+        return Proposal{best->lever,    best->move->id, best->edits,   best->rationale,
+                        answers(state), best->planned,  best->plan_gain};
     }
 
 private:
@@ -329,6 +329,11 @@ private:
                         first.n};
         again.lesson = first.lesson;
         return again;
+    }
+
+    /// The diagnosis a proposal answers: the incumbent's bottleneck.
+    static std::string answers(const CampaignState& state) {
+        return state.incumbent_measured ? state.incumbent_measured->bottleneck : "";
     }
 
     // ------------------------------------------------------------------ lessons
@@ -395,7 +400,7 @@ private:
                    difference(m_space->edits(step->point), from),
                    fmt::format("lesson {} ({}): {} toward its layout, here {}", lesson.name, lesson.source, lever,
                                m_space->describe(*target)),
-                   state.incumbent_measured ? state.incumbent_measured->bottleneck : "",
+                   answers(state),
                    true,
                    target_gain};
         p.lesson = lesson.name;
@@ -406,9 +411,9 @@ private:
     std::optional<Proposal> flag_step(const CampaignState& state, const Lesson& lesson, const std::vector<Candidate>& candidates,
                                       double min_gain) const {
         const double bias = lesson_bias(state, lesson);
-        for (const auto& flag : lesson.flags)
+        for (const auto& flag : lesson.flags) {
+            if (flag.gain < min_gain) continue;
             for (const auto& c : candidates) {
-                if (flag.gain < min_gain) break;
                 if (c.lever != flag.lever || !std::any_of(c.edits.begin(), c.edits.end(), [&](const auto& edit) {
                         return ends_with_key(edit.first, flag.key) && edit.second.same_as(flag.value, Value::Numeric::coerce);
                     }))
@@ -420,10 +425,11 @@ private:
                 Proposal p{c.lever, c.move->id, c.edits,
                            fmt::format("lesson {} ({}): {} helped there ({:+.1f}%)", lesson.name, lesson.source, flag.key,
                                        100 * flag.gain),
-                           state.incumbent_measured ? state.incumbent_measured->bottleneck : ""};
+                           answers(state)};
                 p.lesson = lesson.name;
                 return p;
             }
+        }
         return std::nullopt;
     }
 
@@ -524,9 +530,7 @@ private:
     static double memory_bias(const CampaignState& state) {
         double bias = 1;
         for (const auto& trial : state.history)
-            if (trial.measured && trial.measured->status == "ok" && trial.measured->peak_memory_gib && trial.preflight &&
-                trial.preflight->valid && trial.preflight->memory_gib > 0)
-                bias = std::max(bias, *trial.measured->peak_memory_gib / trial.preflight->memory_gib);
+            if (const auto ratio = peak_over_estimate(trial)) bias = std::max(bias, *ratio);
         return bias;
     }
 
@@ -626,8 +630,7 @@ private:
         }
         // A layout estimated at or above one that ran out of memory is not planned through.
         const auto oom_floor = oom_memory_floor(state);
-        const double limit = oom_floor ? *oom_floor - k_memory_step_gib : std::numeric_limits<double>::infinity();
-        const auto choice = planner->choose(*incumbent, points, limit, min_gain, bias);
+        const auto choice = planner->choose(*incumbent, points, memory_limit_below(oom_floor), min_gain, bias);
         if (!choice) return std::nullopt;
         Candidate chosen = *viable[choice->index];
         chosen.planned = true;
@@ -653,7 +656,6 @@ private:
     static constexpr double k_planned_gain = 0.02;      // a target worth a detour: 2 % faster, predicted
     static constexpr double k_flag_first_gain = 0.2;    // a flag that goes before a plan: 20 % faster, predicted
     static constexpr double k_explore_gain = 0.005;     // once the moves are spent: half a percent
-    static constexpr double k_memory_step_gib = 0.01;   // "below" a layout that ran out of memory
     static constexpr double k_lesson_flag_first = 0.1;  // a lesson's flag that gained 10 % goes before its layout
     std::unique_ptr<ConfigSpace> m_space;
     std::unique_ptr<LayoutPlanner> m_planner;

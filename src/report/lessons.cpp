@@ -56,12 +56,8 @@ std::vector<std::string> layout_order(const CampaignRecord& record) {
 /// The campaign's own: the largest measured peak over the preflight's estimate among its runs that finished.
 std::optional<double> measured_memory_bias(const CampaignRecord& record) {
     std::optional<double> bias;
-    for (const auto& t : record.trials) {
-        const auto& m = t.view.measured;
-        const auto& p = t.view.preflight;
-        if (m && m->status == "ok" && m->peak_memory_gib && p && p->valid && p->memory_gib > 0)
-            bias = std::max(bias.value_or(1.0), *m->peak_memory_gib / p->memory_gib);
-    }
+    for (const auto& t : record.trials)
+        if (const auto ratio = policy::peak_over_estimate(t.view)) bias = std::max(bias.value_or(1.0), *ratio);
     return bias;
 }
 

@@ -39,6 +39,12 @@ enum class Field {
 /// The canonical lever name of a field (`micro_batch_size` for mbs).
 std::string_view lever_name(Field field);
 
+/// The fields that make a layout (the planner's and the lessons'); the others are flags.
+inline constexpr Field k_layout_fields[] = {Field::tp, Field::pp, Field::vpp, Field::cp, Field::ep, Field::mbs, Field::recompute};
+
+/// Whether `field` is one of k_layout_fields.
+bool is_layout_field(Field field);
+
 /// One lever and the values it may take (ints: sizes, 0/1 for flags, sim::Recompute as int).
 struct Dimension {
     Field field = Field::tp;

@@ -13,6 +13,10 @@
 
 namespace attune::policy {
 
+/// The memory limit a planned layout stays under: just below the estimate of the smallest layout that ran
+/// out of memory (none: no limit).
+double memory_limit_below(const std::optional<double>& oom_floor_gib);
+
 class LayoutPlanner {
 public:
     /// `memory_margin`: the fraction of HBM a planned layout leaves free (the allocator's

@@ -94,7 +94,7 @@ std::string front_matter(const Lesson& lesson);
 /// recompute counts two).
 double lesson_distance(const LessonLayout& lesson, int lesson_seq_len, const ConfigSpace& space, const Point& point);
 
-/// The layout levers a lesson's `order` may name (config_space's lever names).
+/// The layout levers a lesson's `order` may name: the lever names of k_layout_fields.
 const std::vector<std::string>& layout_levers();
 
 /// The lesson's layout read back at a point of `space` (tp, pp, ... as the point has them).

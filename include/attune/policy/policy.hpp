@@ -109,6 +109,10 @@ public:
     virtual std::vector<std::pair<std::string, nlohmann::json>> take_records() { return {}; }
 };
 
+/// A finished run's measured peak memory over its preflight estimate (what the cluster adds to the nominal
+/// model); nullopt when the trial did not finish or was not estimated.
+std::optional<double> peak_over_estimate(const TrialView& trial);
+
 /// The trial's estimated speed over the incumbent's, minus 1, when both were estimated as valid.
 std::optional<double> predicted_gain(const TrialView& trial, const TrialView& incumbent);
 
