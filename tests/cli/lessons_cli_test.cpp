@@ -12,19 +12,13 @@
 namespace {
 
 namespace fs = std::filesystem;
+using attune::test_support::journal_events;
 using attune::test_support::run_attune;
 using attune::test_support::TempDir;
 using nlohmann::json;
 
 std::string example(const std::string& name) { return std::string(ATTUNE_SOURCE_DIR) + "/examples/" + name; }
 std::string lessons_fixture(const std::string& name) { return std::string(ATTUNE_FIXTURES) + "/lessons/" + name; }
-
-std::vector<json> journal_events(const fs::path& campaign) {
-    std::ifstream in(campaign / "journal.jsonl");
-    std::vector<json> events;
-    for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
-    return events;
-}
 
 std::vector<json> of_type(const fs::path& campaign, const std::string& type) {
     std::vector<json> out;

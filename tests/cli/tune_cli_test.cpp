@@ -15,6 +15,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using attune::test_support::journal_events;
 using attune::test_support::run_attune;
 using attune::test_support::TempDir;
 using nlohmann::json;
@@ -30,13 +31,6 @@ json tune_json(const std::vector<std::string>& extra, const fs::path& campaign) 
     const auto result = run_attune(args);
     EXPECT_EQ(result.exit_code, 0) << result.err;
     return json::parse(result.out);
-}
-
-std::vector<json> journal_events(const fs::path& campaign) {
-    std::ifstream in(campaign / "journal.jsonl");
-    std::vector<json> events;
-    for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
-    return events;
 }
 
 double oracle(const std::string& recipe, const std::vector<std::string>& extra = {}) {

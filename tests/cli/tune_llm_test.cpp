@@ -8,12 +8,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
 
 namespace {
 
 namespace fs = std::filesystem;
 using attune::test_support::all_files_text;
+using attune::test_support::journal_events;
 using attune::test_support::LoopbackServer;
 using attune::test_support::run_attune;
 using attune::test_support::ScriptedResponse;
@@ -23,13 +23,6 @@ using attune::test_support::tool_call;
 using nlohmann::json;
 
 constexpr const char* k_secret = "sk-test-secret-4f1c9a";
-
-std::vector<json> events_of(const fs::path& campaign) {
-    std::ifstream in(campaign / "journal.jsonl");
-    std::vector<json> events;
-    for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
-    return events;
-}
 
 TEST(TuneLlm, TheAgentProposesIsRefusedRecoversAndStopsAndNoSecretIsWritten) {
     LoopbackServer server;
@@ -58,7 +51,7 @@ TEST(TuneLlm, TheAgentProposesIsRefusedRecoversAndStopsAndNoSecretIsWritten) {
     ASSERT_EQ(result.exit_code, 0) << result.err;
     const json summary = json::parse(result.out);
 
-    const auto events = events_of(campaign);
+    const auto events = journal_events(campaign);
     int exchanges = 0, refusals = 0, fallbacks = 0, retried = 0;
     std::vector<std::string> refusal_reasons;
     for (const auto& e : events) {
@@ -136,7 +129,7 @@ TEST_P(TuneLlmProvider, AProposalIsAcceptedEndToEndAnObjectiveChangeRefusedAndNo
     ASSERT_GE(summary["trials"].size(), 2u);
     EXPECT_EQ(summary["trials"][1]["lever"], "overlap_grad_reduce");
     int refused = 0;
-    for (const auto& e : events_of(campaign))
+    for (const auto& e : journal_events(campaign))
         refused += e["type"] == "llm-refused" && e["reason"].get<std::string>().find("global_batch_size") != std::string::npos ? 1 : 0;
     EXPECT_EQ(refused, 1);
     ASSERT_FALSE(server.requests().empty());
@@ -168,7 +161,7 @@ TEST(TuneLlm, ATimeoutIsRetriedAndAMalformedAnswerFallsBackToRulesBothJournaled)
                                    {}, {"OPENAI_API_KEY=x"});
     ASSERT_EQ(result.exit_code, 0) << result.err;
     bool timed_out_then_answered = false, malformed_logged = false, fell_back = false;
-    for (const auto& e : events_of(campaign)) {
+    for (const auto& e : journal_events(campaign)) {
         if (e["type"] == "llm-exchange" && e["attempts"].size() == 2 && e["attempts"][0]["status"] == 0 && e["status"] == 200)
             timed_out_then_answered = true;
         if (e["type"] == "llm-exchange" && !e.value("error", std::string()).empty()) malformed_logged = true;
@@ -197,7 +190,7 @@ TEST(TuneLlm, AProposalOfValuesTheIncumbentAlreadyRunsWithIsNoMoveAndIsNeverLaun
     ASSERT_EQ(result.exit_code, 0) << result.err;
     std::vector<std::string> refusals;
     std::vector<json> proposed;
-    for (const auto& e : events_of(campaign)) {
+    for (const auto& e : journal_events(campaign)) {
         if (e["type"] == "llm-refused") refusals.push_back(e["reason"].get<std::string>());
         if (e["type"] == "trial-proposed" && e["kind"] == "candidate") proposed.push_back(e["edits"]);
     }

@@ -92,4 +92,11 @@ std::filesystem::path shared_dir() {
     return std::filesystem::is_directory(dir / "recipes", ec) ? std::filesystem::weakly_canonical(dir) : std::filesystem::path{};
 }
 
+std::vector<nlohmann::json> journal_events(const std::filesystem::path& campaign) {
+    std::ifstream in(campaign / "journal.jsonl");
+    std::vector<nlohmann::json> events;
+    for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line));
+    return events;
+}
+
 }  // namespace attune::test_support

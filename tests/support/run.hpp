@@ -2,6 +2,8 @@
 
 // Runs the built attune binary as a user would, for the black-box CLI suites.
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -35,6 +37,9 @@ private:
 
 /// Every regular file below `dir`, concatenated: to check that a secret reached none of them.
 std::string all_files_text(const std::filesystem::path& dir);
+
+/// The events of a campaign folder's journal.jsonl, in order.
+std::vector<nlohmann::json> journal_events(const std::filesystem::path& campaign);
 
 /// ../shared, or empty when it is absent (tests that read it skip with a message).
 std::filesystem::path shared_dir();

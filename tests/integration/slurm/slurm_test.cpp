@@ -19,7 +19,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -29,6 +28,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using attune::test_support::journal_events;
 using attune::test_support::run_attune;
 using attune::test_support::TempDir;
 using nlohmann::json;
@@ -196,13 +196,6 @@ TEST_F(Slurm, InterruptCancelsTheRunningJob) {
 }
 
 // ------------------------------------------------------------------ attune tune --backend slurm
-
-std::vector<json> journal_events(const fs::path& campaign) {
-    std::ifstream in(campaign / "journal.jsonl");
-    std::vector<json> events;
-    for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
-    return events;
-}
 
 std::vector<std::string> tune_args(const fs::path& campaign, const fs::path& cluster) {
     return {"-q", "tune", k_recipe, "--backend", "slurm", "--cluster", cluster.string(), "--budget", "2gpuh",

@@ -1,6 +1,8 @@
 // The layout planner and what it changes in the rules policy, on the NeMo 70B example (tp 8 over a
 // whole node, pp 4, full recompute, on 8 x 8 H100): greedy by predicted speed, recompute goes first
 // and spends the memory that tp down needs; the plan takes tp down first.
+#include "../../support/nemo70b_space.hpp"
+
 #include <attune/campaign/trial_io.hpp>
 #include <attune/core/paths.hpp>
 #include <attune/gate/adapter.hpp>
@@ -13,13 +15,7 @@
 namespace attune::policy {
 namespace {
 
-struct Fixture {
-    gate::LoadedRecipe loaded = gate::load_recipe(std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-70b-h100.yaml",
-                                                  gate::default_rules());
-    cluster::Cluster cluster = cluster::default_cluster();
-    gate::Policy gate_policy = gate::load_policy(data_dir(), std::nullopt);
-    ConfigSpace space{loaded.document, *loaded.adapter, cluster, gate::default_rules(), gate_policy};
-
+struct Fixture : test_support::Nemo70bSpace {
     Point point(const Edits& edits) const {
         const auto p = space.point_of(edits);
         EXPECT_TRUE(p.has_value());

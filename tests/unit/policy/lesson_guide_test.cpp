@@ -1,8 +1,7 @@
 // Where a lesson leads on the NeMo 70B example (tp 8 over a whole node, pp 4, full recompute, on 8 x 8
 // H100): the published 64 x H100 layout (tp 4, pp 8, vpp 5, no recompute) translated to this space.
-#include <attune/core/paths.hpp>
-#include <attune/gate/adapter.hpp>
-#include <attune/policy/config_space.hpp>
+#include "../../support/nemo70b_space.hpp"
+
 #include <attune/policy/layout_plan.hpp>
 #include <attune/policy/lesson_guide.hpp>
 
@@ -11,12 +10,7 @@
 namespace attune::policy {
 namespace {
 
-struct Fixture {
-    gate::LoadedRecipe loaded = gate::load_recipe(std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-70b-h100.yaml",
-                                                  gate::default_rules());
-    cluster::Cluster cluster = cluster::default_cluster();
-    gate::Policy gate_policy = gate::load_policy(data_dir(), std::nullopt);
-    ConfigSpace space{loaded.document, *loaded.adapter, cluster, gate::default_rules(), gate_policy};
+struct Fixture : test_support::Nemo70bSpace {
     LayoutPlanner planner{space, 0.05};
     LessonGuide guide{space, planner};
     Point original = space.original_point().value();
