@@ -186,6 +186,20 @@ TEST(SimEstimate, MoreRecomputeNeverUsesMoreMemory) {
     EXPECT_LT(full, selective);
 }
 
+TEST(SimEstimate, SequenceParallelWithoutTensorParallelShardsNothing) {
+    // A recipe may leave sequence_parallel on after its tp moved to 1: the norms' replicated bytes stay.
+    Layout l;
+    l.gbs = 8, l.mbs = 1, l.tp = 1;
+    const auto shape = model("llama3_8b", 8192);
+    const double off = estimate(h100(), shape, l).memory_gib.total;
+    l.sequence_parallel = true;
+    EXPECT_DOUBLE_EQ(estimate(h100(), shape, l).memory_gib.total, off);
+    l.tp = 2, l.gbs = 16;   // with tp they are sharded away
+    const double sharded = estimate(h100(), shape, l).memory_gib.activations;
+    l.sequence_parallel = false;
+    EXPECT_GT(estimate(h100(), shape, l).memory_gib.activations, sharded);
+}
+
 TEST(SimEstimate, PerOpCheckpointingKeepsMoreThanFullRecomputeAndReplaysLess) {
     // torchtitan's per-op SAC keeps the input, the attention output and wq, wv, w1, w2's outputs of each layer.
     Layout l = llama70b_layout();
