@@ -47,19 +47,35 @@ LessonLayout read_layout(const util::DataFile& file, const YAML::Node& node) {
     return layout;
 }
 
+/// The `{lever, key, value, gain}` of an item of `list` (the caller has checked its fields).
+LessonFlag read_flag(const util::DataFile& file, const YAML::Node& item, const char* list) {
+    for (const char* key : {"lever", "key", "value"})
+        if (!item[key]) file.fail(item, fmt::format("{}: '{}' is missing", list, key));
+    if (!item["value"].IsScalar()) file.fail(item["value"], "'value' must be a scalar");
+    return {file.string(item["lever"], "lever"), file.string(item["key"], "key"), recipe::Value::from_plain(item["value"].Scalar()),
+            item["gain"] ? file.number(item["gain"], "gain") : 0.0};
+}
+
 std::vector<LessonFlag> read_flags(const util::DataFile& file, const YAML::Node& node) {
     if (!node.IsSequence()) file.fail(node, "'flags' must be a list of {lever, key, value, gain}");
     std::vector<LessonFlag> flags;
     for (const auto& item : node) {
         file.expect_fields(item, {"lever", "key", "value", "gain"});
-        for (const char* key : {"lever", "key", "value"})
-            if (!item[key]) file.fail(item, fmt::format("flags: '{}' is missing", key));
-        if (!item["value"].IsScalar()) file.fail(item["value"], "'value' must be a scalar");
-        flags.push_back({file.string(item["lever"], "lever"), file.string(item["key"], "key"),
-                         recipe::Value::from_plain(item["value"].Scalar()),
-                         item["gain"] ? file.number(item["gain"], "gain") : 0.0});
+        flags.push_back(read_flag(file, item, "flags"));
     }
     return flags;
+}
+
+std::vector<LessonMiss> read_hurt(const util::DataFile& file, const YAML::Node& node) {
+    if (!node.IsSequence()) file.fail(node, "'hurt' must be a list of {lever, key, value, gain, why}");
+    std::vector<LessonMiss> hurt;
+    for (const auto& item : node) {
+        file.expect_fields(item, {"lever", "key", "value", "gain", "why"});
+        auto move = read_flag(file, item, "hurt");
+        if (!item["why"]) file.fail(item, "hurt: 'why' is missing");
+        hurt.push_back({std::move(move), k_miss_reasons[file.one_of(item["why"], "why", k_miss_reasons)]});
+    }
+    return hurt;
 }
 
 /// The YAML between the leading `---` line and the next one.
@@ -73,7 +89,7 @@ std::string front_matter_text(const fs::path& file, const std::string& text) {
 Lesson read_lesson(const util::DataFile& file) {
     const YAML::Node& root = file.root();
     file.expect_fields(root, {"lessons", "model_family", "model", "params_b", "moe", "gpu", "gpus", "framework", "seq_len",
-                              "source", "confidence", "layout", "order", "flags", "memory_bias", "trials", "gain"});
+                              "source", "confidence", "layout", "order", "flags", "hurt", "memory_bias", "trials", "gain"});
     if (!root["lessons"] || file.number(root["lessons"], "lessons") != 2)
         file.fail(root, "'lessons: 2' (the format version, skills/lessons/README.md) is missing or another version");
     for (const char* key : {"model_family", "gpu", "framework", "source", "confidence"})
@@ -96,6 +112,7 @@ Lesson read_lesson(const util::DataFile& file) {
         for (const auto& lever : root["order"]) lesson.order.push_back(layout_levers()[file.one_of(lever, "order: lever", layout_levers())]);
     }
     if (root["flags"]) lesson.flags = read_flags(file, root["flags"]);
+    if (root["hurt"]) lesson.hurt = read_hurt(file, root["hurt"]);
     if (root["memory_bias"]) lesson.memory_bias = file.number(root["memory_bias"], "memory_bias");
     if (root["trials"]) lesson.trials = positive_int(file, root["trials"], "trials");
     if (root["gain"]) lesson.gain = file.number(root["gain"], "gain");
@@ -198,6 +215,10 @@ std::string front_matter(const Lesson& l) {
     if (!l.flags.empty()) out += "flags:\n";
     for (const auto& f : l.flags)
         out += fmt::format("  - {{lever: {}, key: {}, value: {}, gain: {:.3f}}}\n", f.lever, f.key, f.value.to_yaml(), f.gain);
+    if (!l.hurt.empty()) out += "hurt:\n";
+    for (const auto& [f, why] : l.hurt)
+        out += fmt::format("  - {{lever: {}, key: {}, value: {}, gain: {:.3f}, why: {}}}\n", f.lever, f.key, f.value.to_yaml(),
+                           f.gain, why);
     if (l.memory_bias) out += fmt::format("memory_bias: {:.3f}\n", *l.memory_bias);
     out += fmt::format("trials: {}\ngain: {:.3f}\n---\n", l.trials, l.gain);
     return out;

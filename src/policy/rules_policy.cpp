@@ -339,8 +339,8 @@ private:
     // ------------------------------------------------------------------ lessons
     /// The move the first lesson still standing points to: a step of its layout, else a flag that helped.
     std::optional<Proposal> from_lesson(const CampaignState& state, const std::vector<Candidate>& candidates) {
-        const auto lesson = std::find_if(m_lessons.begin(), m_lessons.end(), [&](const Lesson& l) { return !dropped(state, l); });
-        if (lesson == m_lessons.end()) return std::nullopt;
+        const Lesson* lesson = leading_lesson(state);
+        if (!lesson) return std::nullopt;
         // A flag that measured a large gain there goes first (grouped expert GEMMs, +40%): its gain is
         // evidence from the same kind of run, where a layout step's is only the estimate's.
         if (auto flag = flag_step(state, *lesson, candidates, k_lesson_flag_first)) return flag;
@@ -349,6 +349,25 @@ private:
         // The other flags once its layout is reached: tp overlap turned on at tp 8 would hold tp at 8.
         if (!reached) return std::nullopt;
         return flag_step(state, *lesson, candidates, -std::numeric_limits<double>::infinity());
+    }
+
+    /// The first lesson still standing, if any.
+    const Lesson* leading_lesson(const CampaignState& state) const {
+        const auto lesson = std::find_if(m_lessons.begin(), m_lessons.end(), [&](const Lesson& l) { return !dropped(state, l); });
+        return lesson == m_lessons.end() ? nullptr : &*lesson;
+    }
+
+    /// The candidate is a move of `flag`'s lever that sets its key to its value.
+    static bool sets(const Candidate& c, const LessonFlag& flag) {
+        return c.lever == flag.lever && std::any_of(c.edits.begin(), c.edits.end(), [&](const auto& edit) {
+                   return ends_with_key(edit.first, flag.key) && edit.second.same_as(flag.value, Value::Numeric::coerce);
+               });
+    }
+
+    /// The leading lesson measured this move there and did not keep it: it goes after every other move
+    /// (still proposed when nothing else is left, as the cluster here may differ).
+    static bool hurt_there(const Lesson* lesson, const Candidate& c) {
+        return lesson && std::any_of(lesson->hurt.begin(), lesson->hurt.end(), [&](const LessonMiss& m) { return sets(c, m.move); });
     }
 
     /// Where a lesson's layout stands: reached (or none to reach), else the next step toward it, if one fits.
@@ -414,10 +433,7 @@ private:
         for (const auto& flag : lesson.flags) {
             if (flag.gain < min_gain) continue;
             for (const auto& c : candidates) {
-                if (c.lever != flag.lever || !std::any_of(c.edits.begin(), c.edits.end(), [&](const auto& edit) {
-                        return ends_with_key(edit.first, flag.key) && edit.second.same_as(flag.value, Value::Numeric::coerce);
-                    }))
-                    continue;
+                if (!sets(c, flag)) continue;
                 if (state.estimate) {
                     const auto e = state.estimate(merged(state.incumbent_edits, c.edits));
                     if (e.valid && (!e.fits || e.memory_gib * bias > e.capacity_gib)) continue;
@@ -569,6 +585,8 @@ private:
             return c->estimate && c->estimate->valid ? c->estimate->tokens_per_s_per_gpu : 0.0;
         };
         std::stable_sort(own.begin(), own.end(), [&](const Candidate* a, const Candidate* b) { return speed(a) > speed(b); });
+        const Lesson* lesson = leading_lesson(state);
+        std::stable_partition(own.begin(), own.end(), [&](const Candidate* c) { return !hurt_there(lesson, *c); });
         // The planner bounds a step's slowdown by its target's gain (LayoutPlanner::choose): a path to a much
         // faster layout may cross one that is more than 10% slower. A move predicted to gain more on its own
         // than the plan's whole destination goes first (grouped expert GEMMs before a detour through layouts),
@@ -590,6 +608,7 @@ private:
         // when the campaign ends: incumbent-restored).
         if (own.empty()) {
             std::erase_if(viable, [](const Candidate* c) { return !c->explores; });
+            std::stable_partition(viable.begin(), viable.end(), [&](const Candidate* c) { return !hurt_there(lesson, *c); });
             // Without estimates nothing ranks them: each is measured in the rules' order.
             if (!estimated(state)) return viable.empty() ? std::nullopt : std::optional<Candidate>(*viable.front());
             return plan(state, viable, k_explore_gain, bias);

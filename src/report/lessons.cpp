@@ -14,6 +14,7 @@ namespace attune::report {
 namespace {
 
 using campaign::CampaignRecord;
+using campaign::Stage;
 using campaign::TrialRecord;
 
 std::string edits_text(const policy::Edits& edits) {
@@ -61,17 +62,48 @@ std::optional<double> measured_memory_bias(const CampaignRecord& record) {
     return bias;
 }
 
+/// One edit of a trial's change as a flag: its key is the path's last part.
+policy::LessonFlag flag_of(const TrialRecord& t, const std::string& path, const recipe::Value& value) {
+    const auto dot = path.rfind('.');
+    return {t.view.lever, dot == std::string::npos ? path : path.substr(dot + 1), value, t.gain.value_or(0)};
+}
+
 /// The accepted moves of levers outside the layout, each edit as a flag, in the order accepted.
 std::vector<policy::LessonFlag> accepted_flags(const CampaignRecord& record) {
     std::vector<policy::LessonFlag> flags;
     for (const auto& t : record.trials) {
         if (!t.view.accepted || t.view.kind != "candidate" || layout_lever(t.view.lever)) continue;
-        for (const auto& [path, value] : change_of(record, t)) {
-            const auto dot = path.rfind('.');
-            flags.push_back({t.view.lever, dot == std::string::npos ? path : path.substr(dot + 1), value, t.gain.value_or(0)});
-        }
+        for (const auto& [path, value] : change_of(record, t)) flags.push_back(flag_of(t, path, value));
     }
     return flags;
+}
+
+/// The run failed because of the cluster, not the move (nothing to learn about the move).
+bool cluster_fault(const std::string& status) {
+    return status == "node-failure" || status == "preempted" || status == "time-limit";
+}
+
+/// The flag moves measured and not kept, each edit once, unless a later trial kept it: reverted, or
+/// failed for a reason of the move's own.
+std::vector<policy::LessonMiss> missed_flags(const CampaignRecord& record, const std::vector<policy::LessonFlag>& kept) {
+    std::vector<policy::LessonMiss> hurt;
+    const auto same = [](const policy::LessonFlag& a, const policy::LessonFlag& b) {
+        return a.lever == b.lever && a.key == b.key && a.value.same_as(b.value);
+    };
+    for (const auto& t : record.trials) {
+        if (t.view.accepted || t.view.kind != "candidate" || layout_lever(t.view.lever) || !t.view.measured) continue;
+        const std::string& status = t.view.measured->status;
+        if (cluster_fault(status) || (status == "ok" && t.stage != Stage::decided && t.stage != Stage::confirmed)) continue;
+        const std::string why = status == "ok" ? "reverted" : status == "oom" ? "out-of-memory" : "failed";
+        for (const auto& [path, value] : change_of(record, t)) {
+            auto move = flag_of(t, path, value);
+            const auto found = [&](const policy::LessonFlag& f) { return same(f, move); };
+            if (std::none_of(kept.begin(), kept.end(), found) &&
+                std::none_of(hurt.begin(), hurt.end(), [&](const policy::LessonMiss& m) { return found(m.move); }))
+                hurt.push_back({std::move(move), why});
+        }
+    }
+    return hurt;
 }
 
 /// The best layout in the terms that transfer, where the simulator reads the recipe's shape.
@@ -107,6 +139,7 @@ policy::Lesson lesson_of(const CampaignRecord& record, const campaign::Context& 
     lesson.layout = best_layout(record, context);
     if (lesson.layout) lesson.order = layout_order(record);
     lesson.flags = accepted_flags(record);
+    lesson.hurt = missed_flags(record, lesson.flags);
     lesson.memory_bias = measured_memory_bias(record);
     lesson.trials = int(record.trials.size());
     const auto speed = [](const TrialRecord* t) -> std::optional<double> {

@@ -55,6 +55,17 @@ TEST(TuneLessons, TheSiblingsLessonLeadsTheFirstMovesAndTheJournalReportAndRepla
     const auto lessons = lessons_from_8b(dir);
     const auto text = read(lessons / "llama3-8b.md");
     EXPECT_NE(text.find("layout: {tp: 1, nvlink_reach: 8,"), std::string::npos) << text;
+    // Every flag move the 8B campaign measured and reverted is in the lesson's `hurt`.
+    std::map<int, std::string> lever;
+    for (const auto& e : of_type(dir.path() / "first", "trial-proposed")) lever[e["trial"].get<int>()] = e["lever"];
+    int reverted = 0;
+    for (const auto& e : of_type(dir.path() / "first", "decision"))
+        if (e["decision"] == "revert" && lever[e["trial"].get<int>()] == "fusions") ++reverted;
+    ASSERT_GE(reverted, 1) << "the 8B campaign kept every fusion: this no longer tests `hurt`";
+    const auto hurt = text.find("\nhurt:\n");
+    ASSERT_NE(hurt, std::string::npos) << text;
+    EXPECT_NE(text.find("  - {lever: fusions, key: ", hurt), std::string::npos) << text;
+    EXPECT_NE(text.find("why: reverted}", hurt), std::string::npos) << text;
     const auto campaign = dir.path() / "second";
     tune({example("recipes/nemo-llama3-70b-h100.yaml"), "--budget", "200gpuh", "--lessons", lessons.string()}, campaign);
     const auto start = of_type(campaign, "campaign-start").at(0);
@@ -117,6 +128,27 @@ TEST(TuneLessons, ALessonWhoseMoveDoesNotHoldIsDroppedAfterOneTrial) {
     }
     EXPECT_GE(taught, 1);
     ASSERT_TRUE(first_not_accepted.has_value()) << "the fixture's flag was kept: it no longer tests dropping";
+}
+
+/// The trial that first proposed `lever` (-1: none).
+int first_trial_of(const fs::path& campaign, const std::string& lever) {
+    for (const auto& e : of_type(campaign, "trial-proposed"))
+        if (e["lever"] == lever) return e["trial"].get<int>();
+    return -1;
+}
+
+TEST(TuneLessons, AMoveTheLessonSaysHurtComesAfterTheOtherMovesButStillComes) {
+    const TempDir dir;
+    const std::string recipe = example("recipes/nemo-llama3-8b-h100.yaml");
+    tune({recipe, "--budget", "200gpuh", "--no-lessons"}, dir.path() / "without");
+    tune({recipe, "--budget", "200gpuh", "--lessons", lessons_fixture("hurt-flag")}, dir.path() / "with");
+    const int without = first_trial_of(dir.path() / "without", "overlap_grad_reduce");
+    const int with = first_trial_of(dir.path() / "with", "overlap_grad_reduce");
+    ASSERT_GE(without, 1) << "the rules no longer take the fixture's flag: it no longer tests `hurt`";
+    EXPECT_GT(with, without);
+    // Before it, another move of the same kind (a flag), not only layout steps.
+    EXPECT_GE(first_trial_of(dir.path() / "with", "fusions"), 1);
+    EXPECT_LT(first_trial_of(dir.path() / "with", "fusions"), with);
 }
 
 TEST(TuneLessons, NoLessonsReadsNoneAndBothFlagsAreRefused) {

@@ -36,6 +36,16 @@ struct LessonFlag {
     double gain = 0;  ///< what it measured over the incumbent of its time, minus 1
 };
 
+/// Why a flag move was not kept.
+inline const std::vector<std::string> k_miss_reasons{"reverted", "out-of-memory", "failed"};
+
+/// A flag move the campaign measured and did not keep: reverted (`move.gain` is what it measured), or
+/// its run failed.
+struct LessonMiss {
+    LessonFlag move;
+    std::string why;  ///< one of k_miss_reasons
+};
+
 struct Lesson {
     std::filesystem::path file;
     std::string name;  ///< the file's stem: what the journal and the report call it
@@ -53,6 +63,8 @@ struct Lesson {
     /// The layout levers in the order the campaign first moved them (its path through layouts that fit).
     std::vector<std::string> order;
     std::vector<LessonFlag> flags;  ///< in the order they were accepted
+    /// Flag moves it measured and did not keep, in trial order: the rules propose them after every other move.
+    std::vector<LessonMiss> hurt;
     /// The largest measured peak memory over the estimate on that cluster (campaigns only).
     std::optional<double> memory_bias;
     int trials = 0;   ///< the campaign's trials (0: a published layout)

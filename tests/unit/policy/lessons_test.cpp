@@ -64,6 +64,8 @@ TEST(LessonsFile, WhatAttuneWritesItReadsBack) {
                                             .experts = 128, .micro_batch = 1, .recompute = "selective"};
     l.order = {"recompute", "ep", "pp"};
     l.flags = {{"moe_dispatcher", "moe_token_dispatcher_type", attune::recipe::Value::string("alltoall"), 0.12}};
+    l.hurt = {{{"fusions", "persist_layer_norm", attune::recipe::Value::boolean(true), -0.02}, "reverted"},
+              {{"micro_batch", "micro_batch_size", attune::recipe::Value::from_plain("2"), 0}, "out-of-memory"}};
     l.memory_bias = 1.04;
     l.trials = 12;
     l.gain = 0.8;
@@ -75,6 +77,23 @@ TEST(LessonsFile, WhatAttuneWritesItReadsBack) {
     EXPECT_EQ(back.layout->ep, 8);
     EXPECT_EQ(back.order, l.order);
     EXPECT_EQ(back.flags.at(0).value.to_string(), "alltoall");
+    ASSERT_EQ(back.hurt.size(), 2u);
+    EXPECT_EQ(back.hurt.at(1).why, "out-of-memory");
+    EXPECT_EQ(back.hurt.at(1).move.value.to_string(), "2");
+}
+
+TEST(LessonsFile, AMoveThatHurtSaysWhyInWordsItKnows) {
+    const attune::test_support::TempDir dir;
+    const auto file = dir.write("bad.md", "---\nlessons: 2\nmodel_family: llama3\ngpu: h100\nframework: nemo\nsource: s\n"
+                                          "confidence: measured\nhurt:\n  - {lever: fusions, key: k, value: true, gain: -0.1, "
+                                          "why: slow}\n---\n");
+    try {
+        attune::policy::load_lesson(file);
+        FAIL() << "an unknown reason was read";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("bad.md:9:"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("reverted"), std::string::npos) << e.what();
+    }
 }
 
 TEST(LessonsMatch, TheSameFamilyComesFirstThenTheSameGpuAndAnUnrelatedModelIsLeftOut) {
