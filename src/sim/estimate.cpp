@@ -167,8 +167,9 @@ double activation_bytes_per_layer(const ModelShape& m, const Layout& l, double s
     const double mlp = (m.gated_mlp ? 6.0 : 4.0) * ffn / m.hidden + (m.experts > 0 ? 4.0 * m.topk * expert_width(m) / m.hidden : 0.0);
     const double attention = 7.0 + 4.0 * kv_ratio;
     // The norms' and dropouts' 10 bytes per token are replicated across tp unless sequence parallelism shards
-    // them (Korthikanti et al. 2022 count 10/tp then; the published Megatron peaks fit none better, as TE keeps
-    // the norms' outputs in FP8 and Llama has no dropout). At tp 1 there is nothing to shard them across.
+    // them. Korthikanti et al. 2022 count 10/tp then, but with it Megatron-Bridge's published 70B FP8 layout on
+    // 64 H100 would not fit (TE keeps the norms' outputs in FP8; Llama has no dropout), so none. At tp 1 there
+    // is nothing to shard them across.
     const double replicated = l.sequence_parallel && l.tp > 1 ? 0.0 : 10.0;
     double bytes = sbh * (replicated + (attention + 7.0 + mlp) / l.tp);
     if (!l.flash_attention && l.recompute == Recompute::none) bytes += 5.0 * m.heads * seq * seq * l.mbs / l.tp;
