@@ -48,7 +48,7 @@ std::unique_ptr<policy::Policy> make_policy(const PolicyOptions& options, const 
     if (options.name == "grid") return policy::make_grid_policy();
     auto rules = policy::make_rules_policy(policy::default_search_rules(), context.lessons);
     if (options.name == "llm")
-        return policy::make_llm_policy(llm_client(options), std::move(rules), {.skills = !options.no_skills});
+        return policy::make_llm_policy(llm_client(options), std::move(rules), {.skills = !options.no_skills}, context.lessons);
     return rules;
 }
 

@@ -87,7 +87,8 @@ std::unique_ptr<policy::Policy> replay_policy(const Settings& s, const Context& 
     for (const auto& e : events)
         if (e.value("type", "") == "llm-exchange") exchanges.push_back(llm::exchange_from_json(e));
     return policy::make_llm_policy(llm::make_replay_client(std::move(exchanges)),
-                                   policy::make_rules_policy(policy::default_search_rules(), context.lessons), {.skills = !s.no_skills});
+                                   policy::make_rules_policy(policy::default_search_rules(), context.lessons), {.skills = !s.no_skills},
+                                   context.lessons);
 }
 
 /// The decisions of a journal, without what legitimately differs between runs (times, job ids).

@@ -56,18 +56,6 @@ std::string system_prompt(const std::string& skills) {
     return text;
 }
 
-std::string front_matter_value(const std::string& text, const std::string& key) {
-    const auto at = text.find("\n" + key + ":");
-    if (at == std::string::npos) return {};
-    const auto start = at + key.size() + 2;
-    const auto end = text.find('\n', start);
-    std::string value = text.substr(start, end - start);
-    value.erase(0, value.find_first_not_of(" \""));
-    value.erase(value.find_last_not_of(" \"") + 1);
-    std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return value;
-}
-
 /// The levers a recipe shows: every performance key it sets, with its value and domain.
 json levers_of(const CampaignState& state, const recipe::Document& incumbent) {
     json out = json::object();
@@ -161,8 +149,9 @@ std::string parse_edits(const CampaignState& state, const json& arguments, Edits
 
 class LlmPolicy final : public Policy {
 public:
-    LlmPolicy(std::unique_ptr<llm::Client> client, std::unique_ptr<Policy> fallback, LlmPolicyOptions options)
-        : m_client(std::move(client)), m_fallback(std::move(fallback)), m_options(options) {}
+    LlmPolicy(std::unique_ptr<llm::Client> client, std::unique_ptr<Policy> fallback, LlmPolicyOptions options,
+              std::vector<Lesson> lessons)
+        : m_client(std::move(client)), m_fallback(std::move(fallback)), m_options(options), m_lessons(std::move(lessons)) {}
 
     std::string name() const override { return "llm"; }
 
@@ -182,7 +171,7 @@ private:
     std::optional<Decision> converse(const CampaignState& state) {
         const recipe::Document incumbent = state.original->with_edits(edit_list(state.incumbent_edits));
         if (m_system.empty())
-            m_system = system_prompt(m_options.skills ? skill_context(data_dir() / "skills", state.cluster->gpu, model_family(*state.adapter, incumbent)) : "");
+            m_system = system_prompt(m_options.skills ? skill_context(data_dir() / "skills", m_lessons) : "");
         std::vector<llm::Message> messages{llm::Message::system(m_system), llm::Message::user(user_turn(state, incumbent))};
         int refusals = 0;
         for (int round = 0; round < m_options.max_rounds_per_step; ++round) {
@@ -257,11 +246,6 @@ private:
         }
     }
 
-    /// What the lessons are matched against: the model the recipe names, else the recipe's file name.
-    static std::string model_family(const gate::Adapter& adapter, const recipe::Document& recipe) {
-        return adapter.model_name(recipe).value_or(fs::path(recipe.origin()).stem().string());
-    }
-
     Decision fall_back(const CampaignState& state, const std::string& why) {
         m_records.emplace_back("llm-fallback", json{{"reason", why}, {"to", m_fallback->name()}});
         return m_fallback->propose(state);
@@ -278,13 +262,14 @@ private:
     std::unique_ptr<llm::Client> m_client;
     std::unique_ptr<Policy> m_fallback;
     LlmPolicyOptions m_options;
+    std::vector<Lesson> m_lessons;
     std::string m_system;
     std::vector<std::pair<std::string, json>> m_records;
 };
 
 }  // namespace
 
-std::string skill_context(const fs::path& skills_dir, const std::string& gpu, const std::string& model_hint) {
+std::string skill_context(const fs::path& skills_dir, const std::vector<Lesson>& lessons) {
     std::string out;
     const auto add = [&](const fs::path& file) {
         if (out.size() >= k_max_skill_bytes || !fs::exists(file)) return;
@@ -296,26 +281,13 @@ std::string skill_context(const fs::path& skills_dir, const std::string& gpu, co
         for (const auto& entry : fs::directory_iterator(skills_dir / "playbooks")) playbooks.push_back(entry.path());
     std::sort(playbooks.begin(), playbooks.end());
     for (const auto& file : playbooks) add(file);
-    std::string hint = model_hint;
-    std::transform(hint.begin(), hint.end(), hint.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    hint.erase(std::remove_if(hint.begin(), hint.end(), [](char c) { return c == '-' || c == '_' || c == ' '; }), hint.end());
-    std::vector<std::pair<int, fs::path>> lessons;  // same family and GPU first, then same family
-    if (fs::exists(skills_dir / "lessons"))
-        for (const auto& entry : fs::directory_iterator(skills_dir / "lessons")) {
-            if (entry.path().filename() == "README.md") continue;
-            const std::string text = util::read_text_file(entry.path());
-            const std::string family = front_matter_value(text, "model_family");
-            if (family.empty() || hint.find(family) == std::string::npos) continue;
-            lessons.emplace_back(front_matter_value(text, "gpu") == gpu ? 0 : 1, entry.path());
-        }
-    std::sort(lessons.begin(), lessons.end());
-    for (const auto& [rank, file] : lessons) add(file);
+    for (const auto& lesson : lessons) add(lesson.file);
     return out.size() > k_max_skill_bytes ? out.substr(0, k_max_skill_bytes) : out;
 }
 
 std::unique_ptr<Policy> make_llm_policy(std::unique_ptr<llm::Client> client, std::unique_ptr<Policy> fallback,
-                                        const LlmPolicyOptions& options) {
-    return std::make_unique<LlmPolicy>(std::move(client), std::move(fallback), options);
+                                        const LlmPolicyOptions& options, std::vector<Lesson> lessons) {
+    return std::make_unique<LlmPolicy>(std::move(client), std::move(fallback), options, std::move(lessons));
 }
 
 }  // namespace attune::policy

@@ -213,6 +213,31 @@ TEST(TuneLlm, NoSkillsLeavesTheSkillSetOutOfThePrompt) {
     EXPECT_EQ(server.requests().front().body.find("search-rules.md"), std::string::npos);
 }
 
+/// The system prompt of a campaign whose model stops at once, run with `lessons_args`.
+std::string system_prompt_with(const std::vector<std::string>& lessons_args, const fs::path& campaign) {
+    LoopbackServer server;
+    server.enqueue(tool_call("stop", R"({"reason": "testing"})"));
+    std::vector<std::string> args{"-q", "tune", std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml",
+                                  "--budget", "20gpuh", "--policy", "llm", "--llm", "openai:m", "--llm-url", server.url() + "/v1",
+                                  "--campaign", campaign.string()};
+    args.insert(args.end(), lessons_args.begin(), lessons_args.end());
+    const auto result = run_attune(args, {}, {"OPENAI_API_KEY=x"});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    const auto requests = server.requests();
+    return requests.empty() ? "" : json::parse(requests.front().body)["messages"][0]["content"].get<std::string>();
+}
+
+TEST(TuneLlm, TheSkillSetCarriesTheCampaignsLessonsAndNoneWithNoLessons) {
+    const TempDir dir;
+    const std::string fixture = std::string(ATTUNE_FIXTURES) + "/lessons/wrong-flag";
+    const auto with = system_prompt_with({"--lessons", fixture}, dir.path() / "with");
+    EXPECT_NE(with.find("## persist-layer-norm-llama3-h100.md"), std::string::npos) << with.substr(0, 2000);
+    EXPECT_EQ(with.find("llama3-70b-h100-nemo"), std::string::npos) << "a shipped lesson the campaign did not read";
+    const auto without = system_prompt_with({"--no-lessons"}, dir.path() / "without");
+    EXPECT_NE(without.find("search-rules.md"), std::string::npos);
+    EXPECT_EQ(without.find("lessons: 2"), std::string::npos) << "a lesson with --no-lessons";
+}
+
 TEST(TuneLlm, AMissingKeyOrModelIsAUsageErrorBeforeAnythingIsWritten) {
     const TempDir dir;
     const std::string recipe = std::string(ATTUNE_SOURCE_DIR) + "/examples/recipes/nemo-llama3-8b-h100.yaml";
