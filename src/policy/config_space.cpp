@@ -576,11 +576,16 @@ sim::OracleResult run_gated_oracle(const ConfigSpace& space, const sim::World& w
                            [&space](const sim::Layout& layout) { return space.admits(layout); });
 }
 
-std::optional<int> option_of(const ConfigSpace& space, const Point& point, Field field) {
+std::optional<std::size_t> dimension_of(const ConfigSpace& space, Field field) {
     const auto& dims = space.dimensions();
     for (std::size_t i = 0; i < dims.size(); ++i)
-        if (dims[i].field == field) return dims[i].options[point[i]];
+        if (dims[i].field == field) return i;
     return std::nullopt;
+}
+
+std::optional<int> option_of(const ConfigSpace& space, const Point& point, Field field) {
+    const auto d = dimension_of(space, field);
+    return d ? std::optional<int>(space.dimensions()[*d].options[point[*d]]) : std::nullopt;
 }
 
 }  // namespace attune::policy

@@ -13,13 +13,6 @@ constexpr std::size_t k_max_targets = 16;  // the nearest layouts to the lesson 
 
 LessonGuide::LessonGuide(const ConfigSpace& space, const LayoutPlanner& planner) : m_space(space), m_planner(planner) {}
 
-std::optional<std::size_t> LessonGuide::dimension_of(Field field) const {
-    const auto& dims = m_space.dimensions();
-    for (std::size_t d = 0; d < dims.size(); ++d)
-        if (dims[d].field == field) return d;
-    return std::nullopt;
-}
-
 bool LessonGuide::fits(const Point& point, const Bounds& bounds) const {
     const auto e = m_space.estimate(point);
     return e.valid && e.fits && e.memory_gib.total * bounds.memory_bias <= e.memory_gib.capacity &&
@@ -36,7 +29,7 @@ std::optional<Point> LessonGuide::target(const Lesson& lesson, const Point& incu
     double fastest = 0;
     std::vector<std::size_t> dims;
     for (const Field f : k_layout_fields)
-        if (const auto d = dimension_of(f)) dims.push_back(*d);
+        if (const auto d = dimension_of(m_space, f)) dims.push_back(*d);
     Point point = incumbent;
     // Odometer over the layout levers.
     const auto visit = [&](auto&& self, std::size_t i) -> void {
@@ -95,7 +88,7 @@ std::optional<LessonGuide::Step> LessonGuide::step(const Lesson& lesson, const P
     std::optional<Step> best;
     double best_speed = -1;
     for (const Field f : k_layout_fields) {
-        const auto d = dimension_of(f);
+        const auto d = dimension_of(m_space, f);
         if (!d || incumbent[*d] == target[*d]) continue;
         const auto point = toward(incumbent, *d, target[*d], usable);
         if (!point) continue;

@@ -112,9 +112,12 @@ double active_gemm_params(const ModelShape& m) {
 
 bool fp8_gemms(const Layout& l) { return l.precision == Precision::fp8 && !l.fp8_rowwise; }
 
+// Sequence parallelism shards along the tp group: at tp 1 the flag changes nothing (Megatron turns it off).
+bool sequence_sharded(const Layout& l) { return l.sequence_parallel && l.tp > 1; }
+
 // DTensor's sequence parallelism gathers the inputs of the tp GEMMs and keeps them, whole, for the weight
 // gradients; Megatron keeps the sharded ones and gathers them again in the backward.
-bool keeps_gathered_inputs(const Layout& l) { return !l.megatron_core && l.sequence_parallel && l.tp > 1; }
+bool keeps_gathered_inputs(const Layout& l) { return !l.megatron_core && sequence_sharded(l); }
 
 // GEMM efficiency against the dense peak: grows with the per-GPU matrix width and the tokens
 // per micro-batch, saturating near what cuBLAS reaches on large Megatron GEMMs.
@@ -168,9 +171,8 @@ double activation_bytes_per_layer(const ModelShape& m, const Layout& l, double s
     const double attention = 7.0 + 4.0 * kv_ratio;
     // The norms' and dropouts' 10 bytes per token are replicated across tp unless sequence parallelism shards
     // them. Korthikanti et al. 2022 count 10/tp then, but with it Megatron-Bridge's published 70B FP8 layout on
-    // 64 H100 would not fit (TE keeps the norms' outputs in FP8; Llama has no dropout), so none. At tp 1 there
-    // is nothing to shard them across.
-    const double replicated = l.sequence_parallel && l.tp > 1 ? 0.0 : 10.0;
+    // 64 H100 would not fit (TE keeps the norms' outputs in FP8; Llama has no dropout), so none.
+    const double replicated = sequence_sharded(l) ? 0.0 : 10.0;
     double bytes = sbh * (replicated + (attention + 7.0 + mlp) / l.tp);
     if (!l.flash_attention && l.recompute == Recompute::none) bytes += 5.0 * m.heads * seq * seq * l.mbs / l.tp;
     if (keeps_gathered_inputs(l)) bytes += 2.0 * 2.0 * sbh;   // the attention and MLP inputs

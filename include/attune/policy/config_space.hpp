@@ -151,6 +151,9 @@ private:
 /// the ceiling a tuner is compared against.
 sim::OracleResult run_gated_oracle(const ConfigSpace& space, const sim::World& world);
 
+/// The index of `field`'s dimension in `space`, or nullopt when the space does not have that lever.
+std::optional<std::size_t> dimension_of(const ConfigSpace& space, Field field);
+
 /// The option value of `field` at `point`, or nullopt when the space does not have that lever.
 std::optional<int> option_of(const ConfigSpace& space, const Point& point, Field field);
 

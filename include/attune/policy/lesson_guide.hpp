@@ -41,7 +41,6 @@ public:
                                            const std::function<bool(const Point&)>& untried) const;
 
 private:
-    [[nodiscard]] std::optional<std::size_t> dimension_of(Field field) const;
     [[nodiscard]] bool fits(const Point& point, const Bounds& bounds) const;
     [[nodiscard]] std::optional<Point> toward(const Point& incumbent, std::size_t d, std::size_t to,
                                               const std::function<bool(const Point&)>& usable) const;
