@@ -380,12 +380,16 @@ bool ConfigSpace::consistent(const Point& point) const {
     const auto& m = m_inputs.model;
     if (!sim::estimate(m_inputs.hardware, m, l).valid) return false;
     if (m.kv_heads > 0 && m.kv_heads % l.tp != 0) return false;
-    // The original's own split may be uneven (explicit stage sizes); an edited one must be even where the
-    // framework splits evenly.
-    const bool edited_split = l.pp != m_inputs.layout.pp || l.vpp != m_inputs.layout.vpp;
-    if (edited_split && !m_uneven_stages && m.layers % (l.pp * l.vpp) != 0) return false;
+    if (!splits(l)) return false;
     if (l.vpp > 1 && l.pp == 1) return false;
     return true;
+}
+
+bool ConfigSpace::splits(const sim::Layout& l) const {
+    // The original's own split may be uneven (explicit stage sizes); an edited one must be even where the
+    // framework splits evenly (Megatron-Core refuses 94 layers over 8 stages unless told each stage's size).
+    const bool edited_split = l.pp != m_inputs.layout.pp || l.vpp != m_inputs.layout.vpp;
+    return !edited_split || m_uneven_stages || m_inputs.model.layers % (l.pp * l.vpp) == 0;
 }
 
 bool ConfigSpace::admissible(const Point& point) const { return consistent(point) && gate_allows(values(point)); }
@@ -397,7 +401,7 @@ bool ConfigSpace::admits(const sim::Layout& layout) const {
         if (const auto it = m_written.find(field); in_space && it != m_written.end() && !it->second.contains(get(layout, field)))
             return false;
     }
-    return gate_allows(values(layout));
+    return splits(layout) && gate_allows(values(layout));
 }
 
 Edits ConfigSpace::changes(const sim::Layout& layout) const {

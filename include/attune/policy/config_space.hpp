@@ -83,9 +83,10 @@ public:
     /// Edits that set every lever of the space (and the companions: sequence parallel with tp,
     /// the full-recompute method and layer count).
     [[nodiscard]] Edits edits(const Point& point) const;
-    /// Whether a simulator layout is a recipe the gate allows against the original: the levers outside the
-    /// space as the original has them, the others (any value, not only the space's options) written with
-    /// their companions. Cached per layout.
+    /// Whether a simulator layout is a recipe the gate allows against the original and the framework builds:
+    /// the levers outside the space as the original has them, the others (any value, not only the space's
+    /// options) written with their companions, the pipeline split the original's or an even one. Cached per
+    /// layout.
     [[nodiscard]] bool admits(const sim::Layout& layout) const;
     /// The edits that turn the original into `layout` (with companions), leaving out what it already has.
     [[nodiscard]] Edits changes(const sim::Layout& layout) const;
@@ -121,6 +122,8 @@ private:
     [[nodiscard]] std::optional<Dimension> choice_dimension(Field field);
     /// Whether the gate allows the edits of these lever values (cached), and the uncached check.
     [[nodiscard]] bool gate_allows(const std::vector<int>& values) const;
+    /// The layout's pipeline split is one the framework builds: the original's, or an even one.
+    [[nodiscard]] bool splits(const sim::Layout& layout) const;
     [[nodiscard]] bool gate_check(const std::vector<int>& values) const;
 
     const recipe::Document* m_original;

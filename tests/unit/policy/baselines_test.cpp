@@ -165,7 +165,7 @@ TEST(GatedOracle, CountsOnlyWhatTheGateAllows) {
 
 TEST(GatedOracle, KeepsTheRecipesOwnUnevenPipelineSplit) {
     // 126 layers over pp 8 x vpp 8 is the published 405B layout (explicit stage sizes); only an edited
-    // split must be even, so the recipe's own split and its cp move stay in the space.
+    // split must be even, so the recipe's own split and its cp move (2 -> 1, +9%) stay in the space.
     const gate::LoadedRecipe recipe =
         gate::load_recipe(example("bench/nemo-llama31-405b-h100-recipe-on-b200.yaml"), gate::default_rules());
     const cluster::Cluster cluster = cluster::load_cluster(example("bench/clusters/p6-b200-16nodes.yaml"));
@@ -173,7 +173,29 @@ TEST(GatedOracle, KeepsTheRecipesOwnUnevenPipelineSplit) {
     ASSERT_TRUE(space.original_point().has_value());
     EXPECT_TRUE(space.consistent(*space.original_point()));
     const auto result = run_gated_oracle(space, sim::World{});
-    EXPECT_GT(result.best_tokens_per_s_per_gpu, 1.1 * result.baseline_tokens_per_s_per_gpu);
+    EXPECT_GT(result.best_tokens_per_s_per_gpu, 1.05 * result.baseline_tokens_per_s_per_gpu);
+    EXPECT_EQ(result.best.pp * result.best.vpp, 64);
+    EXPECT_EQ(result.best.cp, 1);
+}
+
+TEST(GatedOracle, NeverEditsTheSplitIntoAnUnevenOne) {
+    // The gate lets any split through once the original's is uneven (the recipe sizes its stages itself),
+    // but Megatron-Core builds an edited split only when it is even: the oracle counted pp 8 for 94
+    // layers at pp 4, a layout no campaign can run, and scored the Qwen3-235B row below what it can reach.
+    const gate::LoadedRecipe recipe =
+        gate::load_recipe(example("bench/nemo-llama31-405b-h100-recipe-on-b200.yaml"), gate::default_rules());
+    const cluster::Cluster cluster = cluster::load_cluster(example("bench/clusters/p6-b200-16nodes.yaml"));
+    const ConfigSpace space(recipe.document, *recipe.adapter, cluster, gate::default_rules(), default_gate_policy());
+    const auto& original = space.inputs().layout;
+    ASSERT_EQ(original.pp * original.vpp, 64) << "126 layers over 8 x 8 chunks";
+    auto layout = original;
+    layout.vpp = 1;
+    EXPECT_FALSE(space.admits(layout)) << "126 layers over 8 stages";
+    layout.pp = 2;
+    EXPECT_TRUE(space.admits(layout)) << "63 layers a stage";
+    const auto best = run_gated_oracle(space, sim::World{}).best;
+    const bool own_split = best.pp == original.pp && best.vpp == original.vpp;
+    EXPECT_TRUE(own_split || 126 % (best.pp * best.vpp) == 0) << "pp " << best.pp << " x vpp " << best.vpp;
 }
 
 TEST(ConfigSpace, HasTheMoEBackendChoicesAndWritesThemAsTheRecipeSpellsThem) {
