@@ -102,6 +102,18 @@ cluster::Cluster cluster_of(const std::string& gpu, int nodes) {
     return c;
 }
 
+/// `doc` with one pipeline stage where the model's layers do not divide evenly over the stages it
+/// writes and the framework splits evenly: the gate would take the uneven split as the recipe's own
+/// stage sizes (it does not write them), and the framework would refuse it.
+recipe::Document even_split(const recipe::Document& doc, const gate::Adapter& adapter, const cluster::Cluster& c, int layers) {
+    const double pp = adapter.quantity(doc, "pp", c).value_or(1), vpp = adapter.quantity(doc, "vpp", c).value_or(1);
+    if (adapter.quantity(doc, "uneven_stages", c).value_or(0) == 1 || layers % int(pp * vpp) == 0) return doc;
+    const auto path = write_path(doc, adapter.quantity_paths("pp"));
+    if (!path || vpp != 1)
+        throw InputError(fmt::format("the template's split ({} x {} stages) does not divide {} layers", pp, vpp, layers));
+    return doc.with_edits({{*path, recipe::Value::number(1), false}});
+}
+
 /// The template set to the setting's model, tokenizer, node count, sequence length and global batch.
 recipe::Document row_document(const Template& t, const Setting& s) {
     const auto& adapter = *t.loaded.adapter;
@@ -123,7 +135,7 @@ recipe::Document row_document(const Template& t, const Setting& s) {
             edits.push_back({*path, recipe::Value::string(model_id(*s.model)), false});
             break;
         }
-    return doc.with_edits(edits);
+    return even_split(doc.with_edits(edits), adapter, cluster_of(s.gpu, s.nodes), shape.layers);
 }
 
 /// Whether a layout runs in `world` and the nominal estimate says so too (a user's recipe passes attune's

@@ -285,6 +285,27 @@ TEST(BenchGenerate, WritesTheSameSuiteForTheSameSeedAndEveryRecipeChecksAgainstI
     EXPECT_NE(read_text(again / "suite.yaml"), read_text(other / "suite.yaml"));
 }
 
+TEST(BenchGenerate, WritesOnlyPipelineSplitsTheFrameworkBuilds) {
+    // The NeMo template writes 4 stages; MiniMax-M2's 62 layers do not split over them, and the gate takes
+    // an uneven split in the original as the recipe's own stage sizes, which the row does not write.
+    const TempDir dir;
+    const auto suite = dir.path() / "suite";
+    ASSERT_EQ(run_attune({"-q", "bench", "--generate", "7", "--seed", "1", "--write-suite", suite.string(), "--policies",
+                          "rules", "--seeds", "1", "--budget", "1gpuh"}).exit_code, 0);
+    const YAML::Node rows = YAML::LoadFile((suite / "suite.yaml").string());
+    ASSERT_EQ(rows.size(), 7U);
+    EXPECT_NE(rows[6]["name"].as<std::string>().find("minimax_m2"), std::string::npos)
+        << "the row this test is about is drawn elsewhere now: " << rows[6]["name"];
+    for (const auto& row : rows) {
+        const auto recipe = (suite / row["recipe"].as<std::string>()).string();
+        const auto check = run_attune({"gate", "check", recipe, recipe});
+        const auto line = check.out.find("layers_divisible_by_pp ");
+        ASSERT_NE(line, std::string::npos) << check.out;
+        EXPECT_NE(check.out.substr(line, check.out.find('\n', line) - line).find("holds -> holds"), std::string::npos)
+            << recipe << "\n" << check.out;
+    }
+}
+
 TEST(BenchGenerate, RefusesASuiteFolderThatHoldsFilesAndFlagsThatContradictEachOther) {
     const TempDir dir;
     dir.write("full/keep.txt", "a user's file\n");
