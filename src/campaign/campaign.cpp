@@ -107,7 +107,7 @@ private:
         policy::Proposal again{first.view.lever, first.view.move, first.view.edits,
                                fmt::format("trial {} measured {:+.1f}%, inside the noise band: measuring it again",
                                            first.view.n, 100 * *first.gain),
-                               first.answers, first.stepping_stone, first.plan_gain};
+                               first.answers, first.view.stepping_stone, first.view.plan_gain};
         again.lesson = first.view.lesson;
         propose(record, "candidate", again, false, first.view.n);
     }
@@ -574,19 +574,27 @@ private:
         if (trial.repeat_of >= 0) return judge_repeat(record, trial, best, reference, gain, min_gain);
         if (gain > min_gain)
             return {"accept", fmt::format("{:+.1f}% beyond the noise band of {:.1f}%", 100 * gain, 100 * min_gain), gain};
-        const double freed = inc->peak_memory_gib.value_or(0) - m.peak_memory_gib.value_or(inc->peak_memory_gib.value_or(0));
-        const bool prerequisite = m_ctx.search->is_prerequisite(trial.view.lever);
+        const auto facts = neutral_facts(record, trial, gain, min_gain);
+        if (keeps_neutral(facts)) return {"accept", kept_reason(facts), gain};
+        return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
+    }
+
+    /// What skills/rules/search.yaml's keep_neutral reads of a candidate that measured `gain` over the incumbent.
+    std::map<std::string, double> neutral_facts(const CampaignRecord& record, const TrialRecord& trial, double gain,
+                                                double min_gain) const {
+        const TrialRecord& best = record.best();
+        const double before = best.view.measured->peak_memory_gib.value_or(0);
+        const double freed = before - trial.view.measured->peak_memory_gib.value_or(before);
         std::map<std::string, double> facts{{"gain", gain},
                                             {"min_gain", min_gain},
                                             {"memory_freed_gib", freed},
-                                            {"prerequisite", prerequisite ? 1.0 : 0.0},
-                                            {"stepping_stone", trial.stepping_stone ? 1.0 : 0.0},
-                                            {"plan_gain", trial.plan_gain},
+                                            {"prerequisite", m_ctx.search->is_prerequisite(trial.view.lever) ? 1.0 : 0.0},
+                                            {"stepping_stone", trial.view.stepping_stone ? 1.0 : 0.0},
+                                            {"plan_gain", trial.view.plan_gain},
                                             {"budget_left_gpuh", record.left_gpu_s() / 3600},
                                             {"trial_cost_gpuh", trial_cost(record, best.view.edits) / 3600}};
         if (const auto predicted = policy::predicted_gain(trial.view, best.view)) facts["predicted_gain"] = *predicted;
-        if (keeps_neutral(facts)) return {"accept", kept_reason(facts), gain};
-        return {"revert", fmt::format("{:+.1f}% is within the noise band of {:.1f}% or slower", 100 * gain, 100 * min_gain), gain};
+        return facts;
     }
 
     /// A further run of a candidate: the mean of its runs' gains against a band narrowed by sqrt(runs).
@@ -606,6 +614,9 @@ private:
                     fmt::format("{:+.1f}% over {}, inside their noise band of {:.1f}% but as the estimate predicted ({:+.1f}%)",
                                 100 * mean, runs, 100 * band, 100 * *predicted),
                     mean};
+        // Kept on its mean as on its first run: a prerequisite no slower, a plan's step as predicted.
+        if (const auto facts = neutral_facts(record, trial, mean, min_gain); keeps_neutral(facts))
+            return {"accept", fmt::format("over {}, {}", runs, kept_reason(facts)), mean};
         return {"revert", fmt::format("{:+.1f}% over {}, within their noise band of {:.1f}%", 100 * mean, runs, 100 * band),
                 mean};
     }

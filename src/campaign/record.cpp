@@ -37,8 +37,8 @@ void on_proposed(CampaignRecord& record, const nlohmann::json& e) {
     trial.view.outcome = "pending";
     trial.rationale = e.value("rationale", "");
     trial.answers = e.value("answers", "");
-    trial.stepping_stone = e.value("stepping_stone", false);
-    trial.plan_gain = e.value("plan_gain", 0.0);
+    trial.view.stepping_stone = e.value("stepping_stone", false);
+    trial.view.plan_gain = e.value("plan_gain", 0.0);
     trial.repeat_of = e.value("repeat_of", -1);
     record.trials.push_back(std::move(trial));
 }

@@ -285,7 +285,8 @@ public:
 private:
     /// Its moves spent, the candidate reverted against this incumbent that the estimate predicts
     /// fastest, if the rules' `remeasure` says its runs so far leave the question open: with budget
-    /// to spare, another run narrows the noise around a gain of half a percent.
+    /// to spare, another run narrows the noise around a gain of half a percent, or around a plan's
+    /// step that measured a little below its prediction.
     std::optional<Proposal> remeasure(const CampaignState& state, const std::map<std::string, double>& campaign) const {
         const auto& rule = m_rules.acceptance.remeasure;
         const auto incumbent = std::find_if(state.history.begin(), state.history.end(),
@@ -312,7 +313,11 @@ private:
         const Runs* chosen = nullptr;
         for (const auto& [config, runs] : by_config) {
             auto facts = campaign;
-            facts.insert({{"runs", double(runs.runs)}, {"gain", runs.gains / runs.runs}, {"predicted_gain", runs.predicted}});
+            facts.insert({{"runs", double(runs.runs)},
+                          {"gain", runs.gains / runs.runs},
+                          {"predicted_gain", runs.predicted},
+                          {"stepping_stone", runs.first->stepping_stone ? 1.0 : 0.0},
+                          {"prerequisite", m_rules.is_prerequisite(runs.first->lever) ? 1.0 : 0.0}});
             if (rule->holds(facts) && (chosen == nullptr || runs.predicted > chosen->predicted)) chosen = &runs;
         }
         if (chosen == nullptr) return std::nullopt;
@@ -324,8 +329,8 @@ private:
                                     "again with the budget left",
                                     first.n, 100 * chosen->gains / chosen->runs, chosen->runs, 100 * chosen->predicted),
                         state.incumbent_measured->bottleneck,
-                        false,
-                        0,
+                        first.stepping_stone,
+                        first.plan_gain,
                         first.n};
         again.lesson = first.lesson;
         return again;

@@ -22,8 +22,6 @@ struct TrialRecord {
     Stage stage = Stage::proposed;
     std::string rationale;
     std::string answers;
-    bool stepping_stone = false;             ///< the policy's plan needs it (policy::Proposal)
-    double plan_gain = 0;                    ///< the plan's target, predicted faster than the incumbent by this
     int repeat_of = -1;                      ///< a second run of that candidate (its gain was inside the noise band)
     nlohmann::json verdict;                  ///< the gate's verdict document
     std::string refusal;                     ///< why the gate or the preflight stopped it

@@ -55,6 +55,8 @@ struct TrialView {
     std::optional<Measurement> measured;
     bool accepted = false;
     std::string lesson = {};                 ///< the lessons file the move came from (its name), if any
+    bool stepping_stone = false;             ///< a step of the policy's plan (Proposal::stepping_stone)
+    double plan_gain = 0;                    ///< the plan's target, predicted faster than the incumbent by this
 };
 
 /// Everything a policy may read. Never the simulated world's hidden factors.

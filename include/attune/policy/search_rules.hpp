@@ -60,8 +60,8 @@ struct Acceptance {
     /// still accepted (reads gain: that mean, band, predicted_gain); absent, never
     std::optional<gate::Expression> accept_repeat;
     /// when the rules policy, its moves spent, runs a candidate reverted against this incumbent once
-    /// more (reads runs, gain: the mean of its runs, predicted_gain, budget_left_gpuh,
-    /// trial_cost_gpuh); absent, never
+    /// more (reads runs, gain: the mean of its runs, predicted_gain, stepping_stone, prerequisite,
+    /// budget_left_gpuh, trial_cost_gpuh); absent, never
     std::optional<gate::Expression> remeasure;
     gate::Expression confirm_best;           ///< when the final best is run again
 };
