@@ -78,10 +78,10 @@ std::vector<policy::LessonFlag> accepted_flags(const CampaignRecord& record) {
     return flags;
 }
 
-/// The run failed because of the cluster, not the move (nothing to learn about the move).
-bool cluster_fault(const std::string& status) {
-    return status == "node-failure" || status == "preempted" || status == "time-limit";
-}
+/// The run failed because of the cluster, not the move (nothing to learn about the move). A time limit
+/// is the move's: sized to its steps before launch, it says the change is slower than allowed or hangs
+/// (skills/rules/search.yaml's on_failure reverts it without a retry).
+bool cluster_fault(const std::string& status) { return status == "node-failure" || status == "preempted"; }
 
 /// The flag moves measured and not kept, each edit once, unless a later trial kept it: reverted, or
 /// failed for a reason of the move's own.

@@ -82,6 +82,39 @@ TEST(TuneLessons, TheSiblingsLessonLeadsTheFirstMovesAndTheJournalReportAndRepla
     EXPECT_NE(replay.out.find("none differ"), std::string::npos) << replay.out;
 }
 
+TEST(TuneLessons, AFlagThatRanIntoItsTimeLimitHurtAndOneLostToANodeFailureTeachesNothing) {
+    // The 8B campaign's reverted fusions, as if every run of one had hit its time limit (the change's
+    // fault: skills/rules/search.yaml's on_failure reverts it) and every run of the other had lost its
+    // node (the cluster's: it is retried, and says nothing about the move).
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    tune({example("recipes/nemo-llama3-8b-h100.yaml"), "--budget", "200gpuh", "--no-lessons"}, campaign);
+    std::map<int, std::string> key;
+    for (const auto& e : of_type(campaign, "trial-proposed"))
+        for (const auto& change : e["changes"])
+            if (change["key"] == "model.persist_layer_norm" || change["key"] == "model.cross_entropy_loss_fusion")
+                key[e["trial"].get<int>()] = change["key"];
+    const std::map<std::string, std::string> status{{"model.persist_layer_norm", "time-limit"},
+                                                    {"model.cross_entropy_loss_fusion", "node-failure"}};
+    std::string journal;
+    int rewritten = 0;
+    for (auto e : journal_events(campaign)) {
+        if (e["type"] == "metrics" && key.contains(e["trial"].get<int>()) && e["measured"]["status"] == "ok")
+            e["measured"]["status"] = status.at(key.at(e["trial"].get<int>())), ++rewritten;
+        journal += e.dump() + "\n";
+    }
+    ASSERT_GE(rewritten, 2) << "the 8B campaign no longer runs both fusions";
+    std::ofstream(campaign / "journal.jsonl") << journal;
+    const auto written = run_attune({"lessons", campaign.string()});
+    ASSERT_EQ(written.exit_code, 0) << written.err;
+    const auto hurt = written.out.find("\nhurt:\n");
+    ASSERT_NE(hurt, std::string::npos) << written.out;
+    const std::string front = written.out.substr(hurt, written.out.find("\n---", hurt) - hurt);
+    EXPECT_NE(front.find("key: persist_layer_norm, value: true,"), std::string::npos) << written.out;
+    EXPECT_NE(front.find("why: failed}"), std::string::npos) << written.out;
+    EXPECT_EQ(front.find("cross_entropy_loss_fusion"), std::string::npos) << written.out;
+}
+
 TEST(TuneLessons, ACampaignKilledWhileALessonLeadsResumesToTheSameResult) {
     const TempDir dir;
     const auto lessons = lessons_from_8b(dir);
