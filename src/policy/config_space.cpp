@@ -280,6 +280,7 @@ ConfigSpace::ConfigSpace(const recipe::Document& original, const gate::Adapter& 
     m_etp_follows_tp = m_etp_follows_tp && std::any_of(m_dims.begin(), m_dims.end(), [](const Dimension& d) {
                            return d.field == Field::tp;
                        });
+    if (const auto* etp = rule_of("etp"); etp && m_etp_follows_tp) m_etp_path = original.placed(etp->pattern);
     m_original_point = point_of({});
     // Leave out a lever the gate pins: no other value of it alone is allowed from the original.
     if (!m_original_point) return;
@@ -362,12 +363,14 @@ double ConfigSpace::size() const {
     return n;
 }
 
-sim::Layout ConfigSpace::layout(const Point& point) const {
+sim::Layout ConfigSpace::layout(const Point& point) const { return layout_of(values(point)); }
+
+sim::Layout ConfigSpace::layout_of(const std::vector<int>& values) const {
     sim::Layout l = m_inputs.layout;
     l.dp = 0;
-    for (std::size_t i = 0; i < m_dims.size(); ++i) set(l, m_dims[i].field, m_dims[i].options[point[i]]);
+    for (std::size_t i = 0; i < m_dims.size(); ++i) set(l, m_dims[i].field, values[i]);
     l.sequence_parallel = l.tp > 1 && m_inputs.layout.sequence_parallel;
-    if (m_etp_follows_tp) l.etp = l.tp;
+    if (m_etp_follows_tp) l.etp = m_etp_path ? sim::etp_following_tp(l) : l.tp;
     return l;
 }
 
@@ -472,6 +475,10 @@ Edits ConfigSpace::edits_for(const std::vector<int>& values) const {
         if (d.field == Field::tp) tp = v;
     }
     hold_batch(out, values);
+    if (m_etp_path) {
+        const sim::Layout l = layout_of(values);
+        out.insert_or_assign(*m_etp_path, l.etp == l.tp ? Value::null() : Value::number(l.etp));
+    }
     if (m_sp_path) out.insert_or_assign(*m_sp_path, Value::boolean(tp > 1));
     if (m_vocab_path) {  // written even when tp is the original's: the incumbent may have moved it
         const double multiple = *m_vocab_multiple * m_inputs.layout.tp / tp;
@@ -565,6 +572,7 @@ std::string ConfigSpace::describe(const Point& point) const {
 sim::OracleResult run_gated_oracle(const ConfigSpace& space, const sim::World& world) {
     sim::LeverSpace levers = sim::lever_space(space.adapter());
     levers.etp_follows_tp = space.etp_follows_tp();
+    levers.etp_below_tp = space.etp_below_tp();
     // Recompute and the MoE backend choices are enumerated as the space reads them back from the recipe
     // (torchtitan's selective is per-op checkpointing).
     for (const auto& d : space.dimensions()) {

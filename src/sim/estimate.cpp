@@ -278,6 +278,13 @@ double flops_per_token(const ModelShape& m) {
            m.mamba_layers * mamba_scan_flops(m);
 }
 
+int etp_following_tp(const Layout& l) {
+    const int world = l.nodes * l.gpus_per_node;
+    int etp = l.tp;
+    while (etp > 1 && l.ep * etp * l.pp > world) etp /= 2;
+    return etp;
+}
+
 Estimate estimate(const Hardware& hw, const ModelShape& m, const Layout& l) {
     Estimate e;
     const int world = l.nodes * l.gpus_per_node;

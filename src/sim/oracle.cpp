@@ -35,7 +35,7 @@ OracleResult run_oracle(const World& world, const Hardware& hw, const ModelShape
         const bool edited_split = l.pp != base.pp || l.vpp != base.vpp;
         if (l.vpp > 1 && (l.pp == 1 || (edited_split && model.layers % (l.pp * l.vpp) != 0))) return;
         l.sequence_parallel = l.tp > 1 && base.sequence_parallel;
-        if (space.etp_follows_tp) l.etp = l.tp;
+        if (space.etp_follows_tp) l.etp = space.etp_below_tp ? etp_following_tp(l) : l.tp;
         const Estimate e = world.measure(hw, model, l, 0, 0, false);
         if (!e.valid || !e.fits) return;
         ++result.feasible;

@@ -277,11 +277,38 @@ TEST(TunePlans, TradesExpertTensorParallelismForExpertParallelism) {
     // hold more of every expert); ep up with etp down, the expert group's size kept, is one lever.
     const TempDir dir;
     const json result = tune_generated_row_on_h200(dir, "mixtral-8x22b-draft-h200.sh");
-    const json& best = result["best"]["edits"];
-    EXPECT_EQ(best["MODEL_ARGS.--expert-model-parallel-size"], 8) << result.dump(2);
-    EXPECT_EQ(best["MODEL_ARGS.--expert-tensor-parallel-size"], 1) << result.dump(2);
+    EXPECT_EQ(result["best"]["edits"]["MODEL_ARGS.--expert-tensor-parallel-size"], 1) << result.dump(2);
+    int exchanged = 0;
+    for (const auto& trial : result["trials"]) {
+        if (trial["lever"] != "ep") continue;
+        EXPECT_NE(trial["verdict"], "refused") << trial.dump(2);
+        if (trial["verdict"] == "accept" && trial["edits"].contains("MODEL_ARGS.--expert-tensor-parallel-size")) ++exchanged;
+    }
+    EXPECT_GE(exchanged, 1) << result.dump(2);
+}
+
+TEST(TunePlans, TradesExpertTensorParallelismForPipelineStages) {
+    // MiniMax-M2 on 32 B200 at tp 2 x ep 16, expert tp following tp (a generated row): pp cannot grow alone
+    // (ep x etp x pp would exceed the GPUs), and tp 1 or ep 8 alone runs out of memory. pp 2 with expert tp 1,
+    // the expert grid's size kept, is one lever (pp; etp its companion); tp 1 follows.
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = fixture("generated/nemo-minimax-m2-b200-draft.yaml");
+    const std::vector<std::string> world{"--cluster", fixture("generated/b200-4nodes.yaml"), "--world-seed", "1616439291"};
+    std::vector<std::string> args{recipe, "--budget", "200gpuh"};
+    args.insert(args.end(), world.begin(), world.end());
+    const json result = tune_json(args, campaign);
+    int exchanged = 0;
     for (const auto& trial : result["trials"])
-        if (trial["lever"] == "ep") EXPECT_NE(trial["verdict"], "refused") << trial.dump(2);
+        if (trial["lever"] == "pp" && trial["verdict"] == "accept" &&
+            trial["edits"].value("model.expert_tensor_parallel_size", json()) == 1)
+            ++exchanged;
+    EXPECT_EQ(exchanged, 1) << result.dump(2);
+    const json& best = result["best"]["edits"];
+    EXPECT_EQ(best["model.pipeline_model_parallel_size"], 2) << result.dump(2);
+    EXPECT_EQ(best["model.tensor_model_parallel_size"], 1) << result.dump(2);
+    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(recipe, world));
+    expect_sound(result, campaign, recipe);
 }
 
 TEST(TunePlans, SpendsAmpleBudgetOnALayoutPredictedOnlyALittleFaster) {

@@ -92,6 +92,8 @@ public:
     [[nodiscard]] Edits changes(const sim::Layout& layout) const;
     /// True when the recipe leaves expert tensor parallelism to follow tp.
     [[nodiscard]] bool etp_follows_tp() const { return m_etp_follows_tp; }
+    /// True when a layout may pair tp with a smaller expert tp, written out (sim::etp_following_tp).
+    [[nodiscard]] bool etp_below_tp() const { return m_etp_path.has_value(); }
     /// The adapter the space was read through.
     [[nodiscard]] const gate::Adapter& adapter() const { return *m_adapter; }
     /// The simulator's inputs read from the original.
@@ -117,6 +119,8 @@ private:
     /// The value of each dimension's lever at a point, or in a layout.
     [[nodiscard]] std::vector<int> values(const Point& point) const;
     [[nodiscard]] std::vector<int> values(const sim::Layout& layout) const;
+    /// The simulator layout of each dimension's value (the original's for levers outside the space).
+    [[nodiscard]] sim::Layout layout_of(const std::vector<int>& values) const;
     [[nodiscard]] Edits edits_for(const std::vector<int>& values) const;
     /// The dimension of a lever whose values are read back one by one (nullopt: not a lever here).
     [[nodiscard]] std::optional<Dimension> choice_dimension(Field field);
@@ -133,6 +137,8 @@ private:
     std::vector<Dimension> m_dims;
     std::optional<Point> m_original_point;
     std::optional<std::string> m_sp_path, m_vocab_path;
+    /// Where expert tp is written when a layout pairs tp with a smaller one (etp_following_tp).
+    std::optional<std::string> m_etp_path;
     std::optional<double> m_vocab_multiple;
     /// A per-device-batch family's accumulation key (lever grad_accum) as the original writes it, and the
     /// original's global batch it holds; null where the family has none.

@@ -122,6 +122,12 @@ double flops_per_token(const ModelShape& model);
 /// Total and active-per-token parameter counts.
 double total_params(const ModelShape& model);
 
+/// The expert tensor parallelism a searched layout pairs with its tp where the recipe leaves etp to follow
+/// tp: tp itself, halved until the expert grid (ep x etp x pp) fits in the GPUs. The framework defaults etp
+/// to tp and refuses a grid larger than the world, so a layout below tp writes etp out (one lever's companion,
+/// as the rules' exchanges of pp or ep for expert tp do).
+int etp_following_tp(const Layout& layout);
+
 /// The nominal estimate: pure, no allocation, a few microseconds.
 Estimate estimate(const Hardware& hardware, const ModelShape& model, const Layout& layout);
 

@@ -18,6 +18,7 @@ struct LeverSpace {
     std::vector<bool> cuda_graphs, tp_comm_overlap, overlap_grad_reduce, overlap_param_gather, moe_grouped_gemm;
     std::vector<bool> distributed_optimizer;   ///< where the family turns it on or off with a key of its own
     bool etp_follows_tp = false;  ///< the recipe leaves expert tp to default to tp: it moves with tp
+    bool etp_below_tp = false;    ///< with etp_follows_tp: the recipe can write etp below tp (etp_following_tp)
 };
 
 /// Whether a layout is a recipe the gate allows (the objective invariants the simulator does not see).
