@@ -30,11 +30,15 @@ def domain_ok(rule, value):
 def main():
     rules = yaml.safe_load(open("skills/rules/search.yaml"))
     by_lever = {}
+    companions = {}
     for f in sorted(glob.glob("gate/frameworks/*.yaml")):
         a = yaml.safe_load(open(f))
         for k in a.get("keys", []) + a.get("env", []):
             if k.get("class") in ("performance", "numerics") and not k.get("trial_only"):
                 by_lever.setdefault(k["lever"], []).append((a["framework"], k.get("path") or k.get("name"), k))
+                # a move's `with` may also set a key declared a companion of its lever (the interpreter's rule)
+                for primary in k.get("companion_of", []):
+                    companions.setdefault(primary, []).append((a["framework"], k.get("path") or k.get("name"), k))
     problems = []
     if rules.get("version") != 1:
         problems.append("version must be 1")
@@ -74,7 +78,7 @@ def main():
             if "set" in m and not any(domain_ok(c[2], m["set"]) for c in cands):
                 problems.append(f"value {m['set']!r} outside every domain of {lev}: {where}")
             for wkey, wval in (m.get("with") or {}).items():
-                wc = [c for c in by_lever[lev] if matches(c, wkey)]
+                wc = [c for c in by_lever[lev] + companions.get(lev, []) if matches(c, wkey)]
                 if not wc:
                     problems.append(f"with: no key {wkey!r} of lever {lev}: {where}")
                 elif not any(domain_ok(c[2], wval) for c in wc):

@@ -311,6 +311,30 @@ TEST(TunePlans, TradesExpertTensorParallelismForPipelineStages) {
     expect_sound(result, campaign, recipe);
 }
 
+TEST(TunePlans, TurnsTheTpOverlapOffWithTpOne) {
+    // Qwen3-235B ported to 128 B200 at tp 4 with the tp overlap on (a generated row): tp 1, with every
+    // layer recomputed and ep 8, is 41% faster, but the overlap needs sequence parallelism, which tp 1
+    // turns off, and no move turns the overlap off alone. The move to tp 1 turns it off beside tp (a
+    // companion), after the plan's slower step to full recompute.
+    const TempDir dir;
+    const auto campaign = dir.path() / "c";
+    const std::string recipe = fixture("generated/nemo-qwen3-235b-b200-ported.yaml");
+    const std::vector<std::string> world{"--cluster", fixture("generated/b200-16nodes.yaml"), "--world-seed", "1720860439"};
+    std::vector<std::string> args{recipe, "--budget", "400gpuh"};
+    args.insert(args.end(), world.begin(), world.end());
+    const json result = tune_json(args, campaign);
+    int to_tp_one = 0;
+    for (const auto& trial : result["trials"])
+        if (trial["lever"] == "tp" && trial["verdict"] == "accept" && trial["edits"].value("model.tensor_model_parallel_size", json()) == 1 &&
+            trial["edits"].value("model.ub_tp_comm_overlap", json()) == false)
+            ++to_tp_one;
+    EXPECT_EQ(to_tp_one, 1) << result.dump(2);
+    EXPECT_GE(trials_with_reason(result, "is what the plan predicted", "accept"), 1) << result.dump(2);
+    EXPECT_EQ(result["best"]["edits"]["model.activations_checkpoint_granularity"], "full") << result.dump(2);
+    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(recipe, world));
+    expect_sound(result, campaign, recipe);
+}
+
 TEST(TunePlans, SpendsAmpleBudgetOnALayoutPredictedOnlyALittleFaster) {
     // Qwen3-30B-A3B's vendor layout on 8 B200 (ep 8, mbs 1): once its own moves are spent, ep 4 x pp 2
     // at micro batch 4 is predicted 0.9% faster, below the 2% a detour needs while moves are left;
