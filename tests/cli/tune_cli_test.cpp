@@ -41,6 +41,32 @@ double oracle(const std::string& recipe, const std::vector<std::string>& extra =
     return json::parse(result.out)["best"]["tokens_per_s_per_gpu"].get<double>();
 }
 
+/// A row `attune bench --generate` wrote, kept under tests/fixtures/tune/generated/ with its cluster and
+/// hidden world, so that a campaign a generated suite found runs again as it ran there.
+struct GeneratedRow {
+    std::string recipe, cluster, world_seed, budget;
+    [[nodiscard]] std::string recipe_path() const { return fixture("generated/" + recipe); }
+    [[nodiscard]] std::vector<std::string> world() const {
+        return {"--cluster", fixture("generated/" + cluster), "--world-seed", world_seed};
+    }
+};
+
+json tune_generated(const GeneratedRow& row, const fs::path& campaign, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{row.recipe_path(), "--budget", row.budget};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto world = row.world();
+    args.insert(args.end(), world.begin(), world.end());
+    return tune_json(args, campaign);
+}
+
+/// Accepted trials of `lever` whose edits set `key` to `value`.
+int accepted_setting(const json& result, const std::string& lever, const std::string& key, const json& value) {
+    int n = 0;
+    for (const auto& trial : result["trials"])
+        if (trial["lever"] == lever && trial["verdict"] == "accept" && trial["edits"].value(key, json()) == value) ++n;
+    return n;
+}
+
 /// Trials whose reason contains `text`, and whose verdict is `verdict` unless that is empty.
 int trials_with_reason(const json& result, const std::string& text, const std::string& verdict = "") {
     int n = 0;
@@ -293,22 +319,14 @@ TEST(TunePlans, TradesExpertTensorParallelismForPipelineStages) {
     // the expert grid's size kept, is one lever (pp; etp its companion); tp 1 follows.
     const TempDir dir;
     const auto campaign = dir.path() / "c";
-    const std::string recipe = fixture("generated/nemo-minimax-m2-b200-draft.yaml");
-    const std::vector<std::string> world{"--cluster", fixture("generated/b200-4nodes.yaml"), "--world-seed", "1616439291"};
-    std::vector<std::string> args{recipe, "--budget", "200gpuh"};
-    args.insert(args.end(), world.begin(), world.end());
-    const json result = tune_json(args, campaign);
-    int exchanged = 0;
-    for (const auto& trial : result["trials"])
-        if (trial["lever"] == "pp" && trial["verdict"] == "accept" &&
-            trial["edits"].value("model.expert_tensor_parallel_size", json()) == 1)
-            ++exchanged;
-    EXPECT_EQ(exchanged, 1) << result.dump(2);
+    const GeneratedRow row{"nemo-minimax-m2-b200-draft.yaml", "b200-4nodes.yaml", "1616439291", "200gpuh"};
+    const json result = tune_generated(row, campaign);
+    EXPECT_EQ(accepted_setting(result, "pp", "model.expert_tensor_parallel_size", 1), 1) << result.dump(2);
     const json& best = result["best"]["edits"];
     EXPECT_EQ(best["model.pipeline_model_parallel_size"], 2) << result.dump(2);
     EXPECT_EQ(best["model.tensor_model_parallel_size"], 1) << result.dump(2);
-    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(recipe, world));
-    expect_sound(result, campaign, recipe);
+    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(row.recipe_path(), row.world()));
+    expect_sound(result, campaign, row.recipe_path());
 }
 
 TEST(TunePlans, TurnsTheTpOverlapOffWithTpOne) {
@@ -318,21 +336,14 @@ TEST(TunePlans, TurnsTheTpOverlapOffWithTpOne) {
     // companion), after the plan's slower step to full recompute.
     const TempDir dir;
     const auto campaign = dir.path() / "c";
-    const std::string recipe = fixture("generated/nemo-qwen3-235b-b200-ported.yaml");
-    const std::vector<std::string> world{"--cluster", fixture("generated/b200-16nodes.yaml"), "--world-seed", "1720860439"};
-    std::vector<std::string> args{recipe, "--budget", "400gpuh"};
-    args.insert(args.end(), world.begin(), world.end());
-    const json result = tune_json(args, campaign);
-    int to_tp_one = 0;
-    for (const auto& trial : result["trials"])
-        if (trial["lever"] == "tp" && trial["verdict"] == "accept" && trial["edits"].value("model.tensor_model_parallel_size", json()) == 1 &&
-            trial["edits"].value("model.ub_tp_comm_overlap", json()) == false)
-            ++to_tp_one;
-    EXPECT_EQ(to_tp_one, 1) << result.dump(2);
+    const GeneratedRow row{"nemo-qwen3-235b-b200-ported.yaml", "b200-16nodes.yaml", "1720860439", "400gpuh"};
+    const json result = tune_generated(row, campaign);
+    EXPECT_EQ(accepted_setting(result, "tp", "model.ub_tp_comm_overlap", false), 1) << result.dump(2);
+    EXPECT_EQ(result["best"]["edits"]["model.tensor_model_parallel_size"], 1) << result.dump(2);
     EXPECT_GE(trials_with_reason(result, "is what the plan predicted", "accept"), 1) << result.dump(2);
     EXPECT_EQ(result["best"]["edits"]["model.activations_checkpoint_granularity"], "full") << result.dump(2);
-    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(recipe, world));
-    expect_sound(result, campaign, recipe);
+    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.95 * oracle(row.recipe_path(), row.world()));
+    expect_sound(result, campaign, row.recipe_path());
 }
 
 TEST(TunePlans, SpendsAmpleBudgetOnALayoutPredictedOnlyALittleFaster) {
@@ -401,11 +412,8 @@ TEST(TuneNoise, APrerequisiteRevertedAgainstALuckyIncumbentIsMeasuredAgainAndKep
     // second run of the incumbent, and keeps it on the mean of its runs.
     const TempDir dir;
     const auto campaign = dir.path() / "c";
-    const std::string recipe = fixture("generated/nemo-llama2-13b-b200-draft.yaml");
-    const std::vector<std::string> world{"--cluster", fixture("generated/b200-8nodes.yaml"), "--world-seed", "1828349490"};
-    std::vector<std::string> args{recipe, "--seed", "3", "--budget", "200gpuh"};
-    args.insert(args.end(), world.begin(), world.end());
-    const json result = tune_json(args, campaign);
+    const GeneratedRow row{"nemo-llama2-13b-b200-draft.yaml", "b200-8nodes.yaml", "1828349490", "200gpuh"};
+    const json result = tune_generated(row, campaign, {"--seed", "3"});
     int kept_on_the_mean = 0;
     for (const auto& trial : result["trials"])
         if (trial["lever"] == "overlap_grad_reduce" && trial["verdict"] == "accept" &&
@@ -414,8 +422,8 @@ TEST(TuneNoise, APrerequisiteRevertedAgainstALuckyIncumbentIsMeasuredAgainAndKep
             ++kept_on_the_mean;
     EXPECT_EQ(kept_on_the_mean, 1) << result.dump(2);
     EXPECT_EQ(result["best"]["edits"]["model.optim.overlap_param_sync"], true) << result.dump(2);
-    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.98 * oracle(recipe, world));
-    expect_sound(result, campaign, recipe);
+    EXPECT_GE(result["best"]["tokens_per_s_per_gpu"].get<double>(), 0.98 * oracle(row.recipe_path(), row.world()));
+    expect_sound(result, campaign, row.recipe_path());
 }
 
 TEST(TuneNoise, AGainInsideTheNoiseBandIsMeasuredAgainAndJudgedOnTheMeanOfBothRuns) {
