@@ -4,6 +4,7 @@
 
 #include <attune/campaign/campaign.hpp>
 #include <attune/campaign/factories.hpp>
+#include <attune/cluster/cluster.hpp>
 #include <attune/core/paths.hpp>
 #include <attune/gate/gated_trial.hpp>
 #include <attune/policy/baselines.hpp>
@@ -14,6 +15,7 @@
 
 #include <atomic>
 #include <random>
+#include <tuple>
 
 namespace attune::policy {
 namespace {
@@ -241,6 +243,36 @@ TEST(ConfigSpace, ItsLayoutIsWhatTheSimulatorReadsFromTheEditedRecipe) {
             EXPECT_NEAR(a.step_time_s, b.step_time_s, 1e-9) << recipe << ": " << space.describe(p);
         }
         EXPECT_GT(compared, 10) << recipe;
+    }
+}
+
+TEST(ConfigSpace, PairsTpWithTheLargestExpertTpTheGridAllowsAndWritesItOutBelowTp) {
+    // MiniMax-M2 at tp 2 x ep 16 on 32 B200, expert tp following tp (a generated row): pp 2 keeps the grid
+    // (ep x etp x pp) inside the GPUs only with expert tp 1, which the recipe must then say.
+    const std::string generated = std::string(ATTUNE_FIXTURES) + "/tune/generated/";
+    const auto loaded = gate::load_recipe(generated + "nemo-minimax-m2-b200-draft.yaml", gate::default_rules());
+    const auto cluster = cluster::load_cluster(generated + "b200-4nodes.yaml");
+    const ConfigSpace space(loaded.document, *loaded.adapter, cluster, gate::default_rules(), default_gate_policy());
+    ASSERT_TRUE(space.etp_follows_tp() && space.etp_below_tp());
+    const auto with = [&](int tp, int pp) {
+        Point p = *space.original_point();
+        for (std::size_t d = 0; d < space.dimensions().size(); ++d) {
+            const auto& dim = space.dimensions()[d];
+            const int want = dim.field == Field::tp ? tp : dim.field == Field::pp ? pp : dim.options[p[d]];
+            p[d] = std::size_t(std::find(dim.options.begin(), dim.options.end(), want) - dim.options.begin());
+        }
+        return p;
+    };
+    const std::string etp_key = "model.expert_tensor_parallel_size";
+    for (const auto& [tp, pp, etp] : {std::tuple{2, 1, 2}, std::tuple{2, 2, 1}, std::tuple{1, 2, 1}}) {
+        const Point p = with(tp, pp);
+        EXPECT_TRUE(space.consistent(p)) << space.describe(p);
+        EXPECT_EQ(space.layout(p).etp, etp) << space.describe(p);
+        const auto edits = space.edits(p);
+        ASSERT_TRUE(edits.contains(etp_key));
+        EXPECT_EQ(edits.at(etp_key).is_null(), etp == tp) << space.describe(p) << ": written out only below tp";
+        const auto read = sim::from_recipe(loaded.document.with_edits(edit_list(edits)), *loaded.adapter, cluster);
+        EXPECT_EQ(read.layout.etp, etp) << space.describe(p) << ": the written recipe says the same";
     }
 }
 
